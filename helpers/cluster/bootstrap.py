@@ -1,0 +1,98 @@
+"""What every course cluster needs once it answers: nodes and the Foo CRD.
+
+kwok does not create nodes; it only plays kubelet for the Node objects it
+finds. We create them named like kind's (``<cluster>-control-plane`` with its
+NoSchedule taint, ``<cluster>-worker`` and ``<cluster>-worker2``) so the
+chapters' output reads the same on both backends: Pods land on the workers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from ..waiting import wait_for
+
+MANIFESTS_DIR = Path(__file__).resolve().parents[2] / "manifests"
+FOO_CRD_NAME = "foos.samplecontroller.k8s.io"
+
+
+def node_manifest(name: str, *, control_plane: bool) -> dict[str, Any]:
+    """A Node for kwok to manage: enough capacity for every chapter's Pods."""
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "type": "kwok",
+    }
+    spec: dict[str, Any] = {}
+    if control_plane:
+        labels["node-role.kubernetes.io/control-plane"] = ""
+        spec["taints"] = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
+    capacity = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+        },
+        "spec": spec,
+        "status": {"capacity": capacity, "allocatable": capacity},
+    }
+
+
+def node_names(cluster_name: str) -> list[str]:
+    return [f"{cluster_name}-control-plane", f"{cluster_name}-worker", f"{cluster_name}-worker2"]
+
+
+def create_nodes(api: kubernetes.client.ApiClient, cluster_name: str, timeout: float) -> None:
+    """Create the kind-like nodes (if missing) and wait until kwok reports them Ready."""
+    core = kubernetes.client.CoreV1Api(api)
+    names = node_names(cluster_name)
+    for name in names:
+        try:
+            core.create_node(node_manifest(name, control_plane=name.endswith("control-plane")))
+        except ApiException as exc:
+            if exc.status != 409:  # already there from an earlier `up`
+                raise
+
+    def all_ready(nodes: dict[str, dict[str, Any]]) -> bool:
+        return all(_is_ready(nodes.get(name)) for name in names)
+
+    wait_for(core.list_node, all_ready, what="kwok to mark the nodes Ready", timeout=timeout)
+
+
+def _is_ready(node: dict[str, Any] | None) -> bool:
+    conditions = ((node or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def install_foo_crd(api: kubernetes.client.ApiClient, timeout: float) -> None:
+    """Create or update sample-controller's Foo CRD, and wait until it is Established."""
+    extensions = kubernetes.client.ApiextensionsV1Api(api)
+    manifest = yaml.safe_load((MANIFESTS_DIR / "foo-crd.yaml").read_text())
+    try:
+        extensions.create_custom_resource_definition(manifest)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+        current = extensions.read_custom_resource_definition(FOO_CRD_NAME)
+        manifest["metadata"]["resourceVersion"] = current.metadata.resource_version
+        extensions.replace_custom_resource_definition(FOO_CRD_NAME, manifest)
+
+    def established(crds: dict[str, dict[str, Any]]) -> bool:
+        conditions = ((crds.get(FOO_CRD_NAME) or {}).get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+    wait_for(
+        extensions.list_custom_resource_definition,
+        established,
+        what=f"the CRD {FOO_CRD_NAME} to be Established",
+        timeout=timeout,
+    )

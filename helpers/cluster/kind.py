@@ -1,0 +1,125 @@
+"""The learner's default backend when Docker is available: a kind cluster.
+
+kind runs each Kubernetes node as a Docker container, from the image pinned in
+``kind-config.yaml``. This module only drives the ``kind`` command; it is not
+run on the project's machines (they have no Docker engine), so the config file
+itself is checked against kind's schema by ``tests/test_kind_config.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import kube
+from ..errors import CourseError
+from . import bootstrap
+from .paths import CourseHome
+from .progress import step
+
+KIND_CONFIG = Path(__file__).resolve().parents[2] / "kind-config.yaml"
+SETUP_TIMEOUT_SECONDS = 300
+
+
+def docker_available() -> bool:
+    """True when a Docker engine answers (the client alone is not enough)."""
+    if shutil.which("docker") is None:
+        return False
+    result = subprocess.run(
+        ["docker", "info", "--format", "{{.ServerVersion}}"],
+        capture_output=True, text=True, check=False, timeout=20,
+    )  # fmt: skip
+    return result.returncode == 0 and bool(result.stdout.strip())
+
+
+def kind_available() -> bool:
+    return shutil.which("kind") is not None
+
+
+@dataclass
+class KindCluster:
+    """One kind cluster named ``name``; its kubeconfig is kept under ``home``."""
+
+    home: CourseHome
+    name: str
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.home.kubeconfig(self.name)
+
+    @property
+    def context(self) -> str:
+        return f"kind-{self.name}"
+
+    def up(self) -> None:
+        if not docker_available():
+            raise CourseError(
+                "Docker is not running, so kind cannot start a cluster.",
+                "start Docker, or use the Docker-less cluster: "
+                "`python -m helpers.cluster up --backend local` (needs Go).",
+            )
+        if not kind_available():
+            raise CourseError(
+                "Docker is running but the `kind` command is not installed.",
+                "install kind (https://kind.sigs.k8s.io/docs/user/quick-start/#installation), "
+                "or use `python -m helpers.cluster up --backend local` (needs Go).",
+            )
+        self.home.cluster_dir(self.name).mkdir(parents=True, exist_ok=True)
+        if self.name in self._existing():
+            problem = self._health_problem()
+            if problem is None:
+                print(f"==> kind cluster '{self.name}' is already running; nothing to start.")
+            else:
+                print(f"==> kind cluster '{self.name}' is broken ({problem}); recreating it.")
+                self._kind("delete", "cluster", "--name", self.name)
+        if self.name not in self._existing():
+            with step(f"creating kind cluster '{self.name}' (the first time pulls the node image)"):
+                self._kind(
+                    "create", "cluster", "--name", self.name, "--config", str(KIND_CONFIG),
+                    "--kubeconfig", str(self.kubeconfig), "--wait", f"{SETUP_TIMEOUT_SECONDS}s",
+                )  # fmt: skip
+        self._export_kubeconfig()
+        api = kube.connect(self.kubeconfig, self.context)
+        with step("installing the Foo CRD"):
+            bootstrap.install_foo_crd(api, SETUP_TIMEOUT_SECONDS)
+        self.home.state_file(self.name).write_text(
+            json.dumps({"backend": "kind", "context": self.context}, indent=2) + "\n"
+        )
+
+    def down(self, *, quiet: bool = False) -> None:
+        if kind_available() and self.name in self._existing():
+            self._kind("delete", "cluster", "--name", self.name)
+        shutil.rmtree(self.home.cluster_dir(self.name), ignore_errors=True)
+        if not quiet:
+            print(f"==> kind cluster '{self.name}' is gone.")
+
+    def _existing(self) -> list[str]:
+        result = subprocess.run(
+            ["kind", "get", "clusters"], capture_output=True, text=True, check=False
+        )
+        return result.stdout.split()
+
+    def _health_problem(self) -> str | None:
+        self._export_kubeconfig()
+        try:
+            kube.connect(self.kubeconfig, self.context, probe_timeout=5)
+        except CourseError as exc:
+            return exc.problem
+        return None
+
+    def _export_kubeconfig(self) -> None:
+        self._kind(
+            "export", "kubeconfig", "--name", self.name, "--kubeconfig", str(self.kubeconfig)
+        )
+
+    def _kind(self, *args: str) -> None:
+        result = subprocess.run(["kind", *args], capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            tail = "\n".join(result.stderr.strip().splitlines()[-10:])
+            raise CourseError(
+                f"`kind {' '.join(args[:2])}` failed:\n{tail}",
+                "check that Docker has at least 4 GB of memory, then run the command again.",
+            )

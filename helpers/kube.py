@@ -1,0 +1,191 @@
+"""Connecting to the cluster, and saying clearly why it did not work.
+
+Every chapter starts with :func:`connect`. It finds the kubeconfig the same way
+``kubectl`` does (``$KUBECONFIG``, else ``~/.kube/config``) with one addition:
+when ``$KUBECONFIG`` is unset and the course's own cluster is up, its
+kubeconfig is used, so a JupyterLab started by hand still finds the cluster
+that ``make up`` created. It then asks the API server for ``/version`` with a
+short timeout, so a stopped cluster is reported in one sentence at the top of
+a chapter rather than as a stack trace in the middle of it.
+
+:func:`explain` turns the API server's error responses (403, 404, 409, 410,
+422, ...) into sentences that say what to do next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import urllib3
+from kubernetes.client.exceptions import ApiException
+
+from .cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
+from .errors import CourseError
+
+PROBE_TIMEOUT_SECONDS = 5.0
+
+
+def default_kubeconfig(home: CourseHome | None = None) -> Path:
+    """The kubeconfig a notebook should use when none is named."""
+    configured = os.environ.get("KUBECONFIG")
+    if configured:
+        return Path(configured.split(os.pathsep)[0]).expanduser()
+    course = (home or CourseHome.from_environment()).kubeconfig(DEFAULT_CLUSTER_NAME)
+    if course.exists():
+        return course
+    return Path.home() / ".kube" / "config"
+
+
+def connect(
+    kubeconfig: str | Path | None = None,
+    context: str | None = None,
+    *,
+    probe_timeout: float = PROBE_TIMEOUT_SECONDS,
+) -> kubernetes.client.ApiClient:
+    """An API client for ``context`` (default: the current one), checked to answer.
+
+    Raises :class:`CourseError` for a missing or unusable kubeconfig, an
+    unknown context, or a cluster that does not answer.
+    """
+    path = Path(kubeconfig).expanduser() if kubeconfig else default_kubeconfig()
+    context_name, server = describe_context(path, context)
+    configuration = kubernetes.client.Configuration()
+    try:
+        kubernetes.config.load_kube_config(
+            config_file=str(path), context=context_name, client_configuration=configuration
+        )
+    except Exception as exc:  # the loader raises many types for one cause: a bad file
+        raise CourseError(
+            f"The kubeconfig at {path} cannot be used for context '{context_name}': {exc}",
+            "fix the file, or run `make up` to write a fresh one for the course's cluster.",
+        ) from exc
+    # Fail fast instead of urllib3's silent retries: our reflector retries with
+    # backoff where a retry makes sense, and a person wants an answer now.
+    configuration.retries = False
+    client = kubernetes.client.ApiClient(configuration)
+    probe(client, context_name, server, timeout=probe_timeout)
+    return client
+
+
+def describe_context(path: Path, context: str | None) -> tuple[str, str]:
+    """``(context name, server URL)`` from the kubeconfig at ``path``, checked for sense."""
+    if not path.exists():
+        raise CourseError(
+            f"No kubeconfig at {path}.",
+            "start the course's cluster with `make up`, or set KUBECONFIG to your cluster's "
+            "kubeconfig.",
+        )
+    try:
+        contexts, active = kubernetes.config.list_kube_config_contexts(config_file=str(path))
+    except Exception as exc:
+        raise CourseError(
+            f"The kubeconfig at {path} cannot be read: {exc}",
+            "fix the file, or run `make up` to write a fresh one for the course's cluster.",
+        ) from exc
+    names = [entry["name"] for entry in contexts]
+    chosen = context or (active or {}).get("name")
+    if chosen is None:
+        raise CourseError(
+            f"The kubeconfig at {path} has no current context.",
+            f"pick one with `kubectl config use-context NAME` (it knows: {', '.join(names)}).",
+        )
+    if chosen not in names:
+        raise CourseError(
+            f"The kubeconfig at {path} has no context named '{chosen}'.",
+            f"use one of: {', '.join(names) or '(none)'}.",
+        )
+    entry = next(entry for entry in contexts if entry["name"] == chosen)
+    cluster_name = entry.get("context", {}).get("cluster")
+    server = _server_of(path, cluster_name)
+    return chosen, server
+
+
+def _server_of(path: Path, cluster_name: str | None) -> str:
+    import yaml
+
+    document = yaml.safe_load(path.read_text()) or {}
+    for cluster in document.get("clusters") or []:
+        if cluster.get("name") == cluster_name:
+            return (cluster.get("cluster") or {}).get("server", "(no server)")
+    return "(no server)"
+
+
+def probe(
+    client: kubernetes.client.ApiClient, context: str, server: str, *, timeout: float
+) -> dict[str, Any]:
+    """Ask for ``/version``; a CourseError names the context when nobody answers."""
+    try:
+        info = kubernetes.client.VersionApi(client).get_code(_request_timeout=timeout)
+    except ApiException as exc:
+        raise CourseError(
+            f"The cluster of context '{context}' at {server} answered /version with "
+            f"HTTP {exc.status}: {explain(exc)}",
+            "check the credentials in your kubeconfig, or run `make up` for the course's cluster.",
+        ) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise CourseError(
+            f"The cluster of context '{context}' at {server} does not answer "
+            f"({_short_reason(exc)}).",
+            "start the course's cluster with `make up`, or check yours with "
+            f"`kubectl --context {context} cluster-info`.",
+        ) from exc
+    return info.to_dict()
+
+
+def _short_reason(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None) or exc
+    text = str(reason)
+    for marker in ("Connection refused", "timed out", "Name or service not known", "certificate"):
+        if marker.lower() in text.lower():
+            return marker.lower()
+    return text.splitlines()[0][:120]
+
+
+def status_of(exc: ApiException) -> dict[str, Any]:
+    """The API server's Status object from an error response, or a minimal stand-in."""
+    try:
+        body = json.loads(exc.body or "{}")
+    except (TypeError, ValueError):
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    body.setdefault("code", exc.status)
+    body.setdefault("reason", exc.reason)
+    body.setdefault("message", exc.reason or f"HTTP {exc.status}")
+    return body
+
+
+def explain(exc: ApiException) -> str:
+    """One or two sentences a learner can act on, for an API error response."""
+    status = status_of(exc)
+    code, reason, message = status["code"], status.get("reason"), status["message"]
+    if code == 401:
+        return "The API server did not accept our credentials. Regenerate the kubeconfig."
+    if code == 403:
+        return (
+            f"Forbidden: {message}. The identity in this kubeconfig lacks that permission; "
+            "grant it with a Role and RoleBinding, or use an account that has it."
+        )
+    if code == 404:
+        return f"{message}. It was deleted, never created, or lives in another namespace."
+    if code == 409 and reason == "AlreadyExists":
+        return f"{message}. Pick another name, or delete the existing object first."
+    if code == 409:
+        return (
+            f"{message}. Someone changed the object since you read it: read it again, "
+            "reapply your change and retry."
+        )
+    if code == 410:
+        return (
+            f"{message}. That resourceVersion is older than etcd keeps (it was compacted): "
+            "list again and watch from the list's resourceVersion."
+        )
+    if code == 422:
+        return f"The API server rejected the object as invalid: {message}."
+    if code == 429:
+        return f"{message}. The API server is busy: wait a moment and retry."
+    return f"HTTP {code} {reason}: {message}"
