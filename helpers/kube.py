@@ -21,6 +21,7 @@ from typing import Any
 
 import kubernetes
 import urllib3
+import yaml
 from kubernetes.client.exceptions import ApiException
 
 from .cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
@@ -79,6 +80,7 @@ def describe_context(path: Path, context: str | None) -> tuple[str, str]:
             "start the course's cluster with `make up`, or set KUBECONFIG to your cluster's "
             "kubeconfig.",
         )
+    _check_is_kubeconfig(path)
     try:
         contexts, active = kubernetes.config.list_kube_config_contexts(config_file=str(path))
     except Exception as exc:
@@ -104,9 +106,26 @@ def describe_context(path: Path, context: str | None) -> tuple[str, str]:
     return chosen, server
 
 
-def _server_of(path: Path, cluster_name: str | None) -> str:
-    import yaml
+def _check_is_kubeconfig(path: Path) -> None:
+    """Say in one line why a file is not a kubeconfig, before the loader says it in twenty."""
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise CourseError(
+            f"The kubeconfig at {path} cannot be read: it is not valid YAML ({problem}{where}).",
+            "fix the file, or run `make up` to write a fresh one for the course's cluster.",
+        ) from exc
+    if not isinstance(document, dict) or not document.get("contexts"):
+        raise CourseError(
+            f"The kubeconfig at {path} cannot be read: it defines no contexts.",
+            "fix the file, or run `make up` to write a fresh one for the course's cluster.",
+        )
 
+
+def _server_of(path: Path, cluster_name: str | None) -> str:
     document = yaml.safe_load(path.read_text()) or {}
     for cluster in document.get("clusters") or []:
         if cluster.get("name") == cluster_name:
@@ -189,3 +208,41 @@ def explain(exc: ApiException) -> str:
     if code == 429:
         return f"{message}. The API server is busy: wait a moment and retry."
     return f"HTTP {code} {reason}: {message}"
+
+
+def raw_get(api: kubernetes.client.ApiClient, path: str, **query: str) -> str:
+    """GET any API path (``/readyz``, ``/apis``, ...) and return the body as text."""
+    response = api.call_api(
+        path,
+        "GET",
+        query_params=list(query.items()),
+        header_params={"Accept": "application/json, */*"},
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+    )
+    return response.data.decode()
+
+
+def fresh_namespace(api: kubernetes.client.ApiClient, name: str, *, timeout: float = 120) -> str:
+    """Create namespace ``name``; a leftover from an interrupted run is deleted first."""
+    from .waiting import wait_for
+
+    core = kubernetes.client.CoreV1Api(api)
+    try:
+        core.delete_namespace(name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    else:
+        wait_for(
+            core.list_namespace,
+            lambda namespaces: name not in namespaces,
+            what=f"the old namespace {name} to be deleted",
+            timeout=timeout,
+            field_selector=f"metadata.name={name}",
+        )
+    core.create_namespace(
+        {"metadata": {"name": name, "labels": {"course": "controllers-from-scratch"}}}
+    )
+    return name

@@ -57,6 +57,18 @@ class LocalCluster:
     def context(self) -> str:
         return f"kwok-{self.name}"
 
+    @property
+    def etcd_url(self) -> str | None:
+        """Where etcd listens (plain HTTP on loopback), from kwokctl's saved configuration."""
+        saved = self.kwok_dir / "kwok.yaml"
+        if not saved.exists():
+            return None
+        for document in yaml.safe_load_all(saved.read_text()):
+            if document and document.get("kind") == "KwokctlConfiguration":
+                port = (document.get("options") or {}).get("etcdPort")
+                return f"http://127.0.0.1:{port}" if port else None
+        return None
+
     # -- lifecycle ----------------------------------------------------------
 
     def up(self) -> None:
@@ -103,7 +115,7 @@ class LocalCluster:
             except CourseError as exc:
                 if not quiet:
                     print(f"    kwokctl could not delete the cluster cleanly: {exc.problem}")
-        survivors = [pid for pid in pids.values() if _alive(pid)]
+        survivors = [pid for pid in pids.values() if process_alive(pid)]
         for pid in survivors:
             _terminate(pid)
         for path in (self.kwok_dir, self.home.cluster_dir(self.name)):
@@ -129,7 +141,7 @@ class LocalCluster:
         pids = self.processes()
         if not pids:
             return "no processes recorded"
-        dead = sorted(name for name, pid in pids.items() if not _alive(pid))
+        dead = sorted(name for name, pid in pids.items() if not process_alive(pid))
         if dead:
             return f"{', '.join(dead)} not running"
         try:
@@ -208,7 +220,7 @@ def ensure_port_free(port: int) -> None:
             ) from exc
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -229,9 +241,9 @@ def _terminate(pid: int, grace: float = 10.0) -> None:
     except ProcessLookupError:
         return
     deadline = time.monotonic() + grace
-    while _alive(pid) and time.monotonic() < deadline:
+    while process_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)  # no event tells us another process ended; poll briefly
-    if _alive(pid):
+    if process_alive(pid):
         os.kill(pid, signal.SIGKILL)
 
 

@@ -1,0 +1,46 @@
+# Controllers from Scratch: the two commands (see README.md).
+#
+#   make course   set up Python, start a cluster, open the course in JupyterLab
+#   make test     set up Python, start the local control plane, run every test and notebook
+#
+# Smaller steps: make setup | up | lab | status | down | lint
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+
+.PHONY: course test setup up lab status down lint
+
+course: up lab
+
+test: setup
+	$(PY) -m tests.run_all
+
+setup: $(INSTALLED)
+
+$(INSTALLED): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+	  echo "error: the course needs Python 3.11 or newer, and '$(PYTHON)' is older."; \
+	  echo "next step: install Python 3.11+, or run 'make PYTHON=python3.11 ...'."; exit 1; }
+	@echo "==> setting up the Python environment in $(VENV)"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@touch $(INSTALLED)
+
+up: setup
+	$(PY) -m helpers.cluster up
+
+lab: setup
+	KUBECONFIG="$$($(PY) -m helpers.cluster kubeconfig)" $(VENV)/bin/jupyter lab notebooks/
+
+status: setup
+	$(PY) -m helpers.cluster status
+
+down: setup
+	$(PY) -m helpers.cluster down
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .

@@ -1,0 +1,48 @@
+"""Self-checks for the chapters' exercises.
+
+Each check looks at the real cluster (or at the learner's answer) and returns
+a :class:`Verdict`: "not attempted yet", "wrong because ...", or "correct".
+The solutions live in ``notebooks/solutions/``, out of the learner's way, and
+``tests/test_exercises.py`` runs every solution through its check in CI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+State = Literal["not attempted yet", "wrong", "correct"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    exercise: str
+    state: State
+    detail: str = ""
+
+    def __str__(self) -> str:
+        mark = {"not attempted yet": "…", "wrong": "✗", "correct": "✓"}[self.state]
+        text = "wrong because " + self.detail if self.state == "wrong" else self.state
+        if self.state != "wrong" and self.detail:
+            text += f": {self.detail}"
+        return f"{mark} Exercise {self.exercise}: {text}"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Show the sentence, not the dataclass, when a notebook cell ends with a check."""
+        printer.text(str(self))
+
+    @property
+    def correct(self) -> bool:
+        return self.state == "correct"
+
+
+def not_attempted(exercise: str, hint: str = "") -> Verdict:
+    return Verdict(exercise, "not attempted yet", hint)
+
+
+def wrong(exercise: str, because: str) -> Verdict:
+    return Verdict(exercise, "wrong", because)
+
+
+def correct(exercise: str, detail: str = "") -> Verdict:
+    return Verdict(exercise, "correct", detail)

@@ -1,0 +1,41 @@
+"""Shared fixtures: a connection to the real cluster and a namespace per test.
+
+Tests marked ``cluster`` talk to the cluster that ``make test`` starts (it
+exports KUBECONFIG). Run on their own without a cluster, they fail with the
+sentence :func:`helpers.kube.connect` gives, rather than skipping silently.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import kubernetes
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from helpers import kube
+from helpers.errors import CourseError
+
+
+@pytest.fixture(scope="session")
+def api() -> kubernetes.client.ApiClient:
+    try:
+        return kube.connect()
+    except CourseError as exc:
+        pytest.fail(f"these tests need the course's cluster (run `make test`): {exc}")
+
+
+@pytest.fixture
+def namespace(api: kubernetes.client.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace named after the test, deleted afterwards (with everything in it)."""
+    core = kubernetes.client.CoreV1Api(api)
+    base = request.node.name.lower().replace("_", "-")[:40].strip("-")
+    name = f"t-{base}-{uuid.uuid4().hex[:6]}"
+    core.create_namespace({"metadata": {"name": name, "labels": {"course-test": "true"}}})
+    yield name
+    try:
+        core.delete_namespace(name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
