@@ -54,7 +54,8 @@ def main() -> int:
     try:
         code = run(
             python, "-m", "pytest", "-p", "no:cacheprovider", "--durations=15",
-            "--nbval", "--nbval-sanitize-with", "tests/nbval-sanitize.cfg", "--nbval-cell-timeout=120",
+            "--nbval", "--nbval-sanitize-with", "tests/nbval-sanitize.cfg",
+            "--nbval-cell-timeout=120",
             "tests", "notebooks",
             env=env,
         )  # fmt: skip

@@ -90,5 +90,5 @@ def test_broken_cluster_is_detected_and_replaced(cluster: LocalCluster) -> None:
     assert "kube-apiserver not running" in again.stdout
     new = cluster.processes()
     assert set(new) == COMPONENTS
-    assert not any(process_alive(pid) for pid in old.values()), "the old processes were left running"
+    assert not any(process_alive(pid) for pid in old.values()), "old processes left running"
     assert len(ready_nodes(cluster)) == 3
