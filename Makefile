@@ -32,8 +32,10 @@ $(INSTALLED): requirements.txt pyproject.toml
 up: setup
 	$(PY) -m helpers.cluster up
 
+# JupyterLab refuses to run as root unless told; containers and CI machines often are root.
 lab: setup
-	KUBECONFIG="$$($(PY) -m helpers.cluster kubeconfig)" $(VENV)/bin/jupyter lab notebooks/
+	KUBECONFIG="$$($(PY) -m helpers.cluster kubeconfig)" $(VENV)/bin/jupyter lab notebooks/ \
+	  $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 status: setup
 	$(PY) -m helpers.cluster status
