@@ -20,6 +20,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -117,7 +118,7 @@ class LocalCluster:
                     print(f"    kwokctl could not delete the cluster cleanly: {exc.problem}")
         survivors = [pid for pid in pids.values() if process_alive(pid)]
         for pid in survivors:
-            _terminate(pid)
+            terminate(pid)
         for path in (self.kwok_dir, self.home.cluster_dir(self.name)):
             _remove_tree(path)
         if not quiet:
@@ -149,6 +150,61 @@ class LocalCluster:
         except CourseError as exc:
             return exc.problem
         return None
+
+    # -- one component at a time (for failure drills) ---------------------------
+
+    def stop_component(self, component: str) -> None:
+        """Stop one component (say ``kube-apiserver``) and leave the rest running."""
+        pid = self.processes().get(component)
+        if pid is None:
+            raise CourseError(
+                f"The cluster has no component named '{component}'.",
+                f"use one of: {', '.join(sorted(self.processes()))}.",
+            )
+        terminate(pid)
+
+    def start_component(self, component: str) -> int:
+        """Start a stopped component again with the command line kwokctl gave it; return its pid.
+
+        kwokctl can stop and start a whole cluster but offers no command for one
+        component, so we replay the component's saved definition from kwok.yaml.
+        """
+        definition = self._component_definition(component)
+        log = self.kwok_dir / "logs" / f"{component}.log"
+        with log.open("a") as out:
+            process = subprocess.Popen(
+                [definition["binary"], *definition.get("args", [])],
+                cwd=definition.get("workDir", str(self.kwok_dir)),
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,  # like kwokctl: not tied to our terminal or process
+            )  # fmt: skip
+        (self.kwok_dir / "pids" / f"{component}.pid").write_text(str(process.pid))
+        return process.pid
+
+    def revive(self) -> list[str]:
+        """Start every component whose process has died; return their names.
+
+        On a real node the kubelet restarts control-plane static pods that exit.
+        kube-controller-manager and kube-scheduler exit on purpose when they
+        cannot renew their leader lease for 10 s (an API server down that long),
+        so after a failure drill this plays the kubelet's part.
+        """
+        dead = [name for name, pid in self.processes().items() if not process_alive(pid)]
+        for name in dead:
+            self.start_component(name)
+        return dead
+
+    def _component_definition(self, component: str) -> dict[str, Any]:
+        saved = self.kwok_dir / "kwok.yaml"
+        for document in yaml.safe_load_all(saved.read_text()):
+            if document and document.get("kind") == "KwokctlConfiguration":
+                for definition in document.get("components") or []:
+                    if definition.get("name") == component:
+                        return definition
+        raise CourseError(
+            f"kwokctl's configuration has no component '{component}'.",
+            "recreate the cluster with `python -m helpers.cluster down` and `up`.",
+        )
 
     # -- helpers ----------------------------------------------------------------
 
@@ -235,7 +291,7 @@ def process_alive(pid: int) -> bool:
         return True
 
 
-def _terminate(pid: int, grace: float = 10.0) -> None:
+def terminate(pid: int, grace: float = 10.0) -> None:
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
