@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from itertools import pairwise
 
 import pytest
+from prometheus_client import parser
 
 from helpers.clock import FakeClock
 from helpers.workqueue import (
@@ -284,7 +285,6 @@ def test_prometheus_several_queues_and_label_escaping(clock: FakeClock) -> None:
 
 def test_prometheus_client_parses_it(clock: FakeClock) -> None:
     """The official parser reads our exposition back to the same values."""
-    parser = pytest.importorskip("prometheus_client.parser")
     q = busy_queue(clock, "demo")
     try:
         text = q.metrics.to_prometheus()
