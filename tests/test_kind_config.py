@@ -14,8 +14,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from helpers.cluster.build import KUBERNETES
+from helpers.cluster.local import API_SERVER_ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKER = ROOT / "cluster" / "go" / "kindcheck"
@@ -70,3 +72,11 @@ def test_checker_rejects_an_unknown_field(tmp_path: Path) -> None:
     result = kindcheck(broken)
     assert result.returncode != 0
     assert "apiServerAdress" in result.stderr
+
+
+def test_kind_and_local_give_the_api_server_the_same_extra_flags(decoded: dict) -> None:
+    """Chapters behave alike on both backends only if the API servers are configured alike."""
+    patches = [yaml.safe_load(text) for text in decoded["cluster"]["kubeadmConfigPatches"]]
+    (cluster_configuration,) = [p for p in patches if p["kind"] == "ClusterConfiguration"]
+    kind_args = {a["name"]: a["value"] for a in cluster_configuration["apiServer"]["extraArgs"]}
+    assert kind_args == dict(API_SERVER_ARGS)

@@ -32,6 +32,13 @@ from .paths import CourseHome
 from .progress import step
 
 START_TIMEOUT_SECONDS = 300
+
+# The API server's watch cache answers watches and lists from memory, so
+# compacting etcd never shows through it. For PodTemplates (a kind nothing in
+# the course relies on) we turn the cache off, so chapter 01 and the tests can
+# make a resourceVersion expire for real and meet 410 Gone straight from etcd.
+# kind-config.yaml passes the same flag.
+API_SERVER_ARGS = (("watch-cache-sizes", "podtemplates#0"),)
 NODES_READY_TIMEOUT_SECONDS = 120
 
 
@@ -232,6 +239,12 @@ class LocalCluster:
             "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
             "kind": "KwokctlConfiguration",
             "options": options,
+            "componentsPatches": [
+                {
+                    "name": "kube-apiserver",
+                    "extraArgs": [{"key": key, "value": value} for key, value in API_SERVER_ARGS],
+                }
+            ],
         }
         path = self.home.cluster_dir(self.name) / "kwokctl.yaml"
         path.write_text(yaml.safe_dump(document, sort_keys=False))
