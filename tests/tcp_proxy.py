@@ -27,6 +27,7 @@ class TcpProxy:
         self._listener.settimeout(0.2)
         self.port = self._listener.getsockname()[1]
         self._stop = threading.Event()
+        self._blocked = threading.Event()
         self._lock = threading.Lock()
         self._connections: set[tuple[socket.socket, socket.socket]] = set()
         self._threads: list[threading.Thread] = []
@@ -45,6 +46,13 @@ class TcpProxy:
             thread.join(timeout=5)
         self._listener.close()
 
+    def block(self) -> None:
+        """Refuse new connections (accept and close at once) until :meth:`unblock`."""
+        self._blocked.set()
+
+    def unblock(self) -> None:
+        self._blocked.clear()
+
     def cut(self) -> int:
         """Shut down every open connection, both directions; return how many."""
         with self._lock:
@@ -60,6 +68,9 @@ class TcpProxy:
             try:
                 client, _ = self._listener.accept()
             except TimeoutError:
+                continue
+            if self._blocked.is_set():
+                client.close()  # the client sees its connection end, as in an outage
                 continue
             upstream = socket.create_connection(self.target)
             pair = (client, upstream)
