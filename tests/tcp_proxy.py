@@ -23,8 +23,7 @@ class TcpProxy:
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.2)
+        self._listener = self._listen(0)
         self.port = self._listener.getsockname()[1]
         self._stop = threading.Event()
         self._blocked = threading.Event()
@@ -46,12 +45,26 @@ class TcpProxy:
             thread.join(timeout=5)
         self._listener.close()
 
+    @staticmethod
+    def _listen(port: int) -> socket.socket:
+        listener = socket.create_server(("127.0.0.1", port))  # sets SO_REUSEADDR
+        listener.settimeout(0.2)
+        return listener
+
     def block(self) -> None:
-        """Refuse new connections (accept and close at once) until :meth:`unblock`."""
-        self._blocked.set()
+        """Refuse new connections (connection refused, as if the server were down).
+
+        Connections already open carry on: only new ones are refused, until
+        :meth:`unblock`.
+        """
+        with self._lock:
+            self._blocked.set()
+            self._listener.close()
 
     def unblock(self) -> None:
-        self._blocked.clear()
+        with self._lock:
+            self._listener = self._listen(self.port)
+            self._blocked.clear()
 
     def cut(self) -> int:
         """Shut down every open connection, both directions; return how many."""
@@ -65,12 +78,14 @@ class TcpProxy:
 
     def _accept(self) -> None:
         while not self._stop.is_set():
+            with self._lock:
+                listener = self._listener
             try:
-                client, _ = self._listener.accept()
+                client, _ = listener.accept()
             except TimeoutError:
                 continue
-            if self._blocked.is_set():
-                client.close()  # the client sees its connection end, as in an outage
+            except OSError:  # closed by block(); unblock() opens a new one
+                self._stop.wait(0.05)
                 continue
             upstream = socket.create_connection(self.target)
             pair = (client, upstream)

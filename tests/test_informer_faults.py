@@ -1,0 +1,201 @@
+"""The informer survives what real clusters do to it, and loses nothing.
+
+Each drill runs our SharedInformer against the real local control plane,
+breaks something, and then waits until both the cache and a handler's view
+(built from events alone, see ``informer_harness.Recorder``) equal a fresh
+list from the API server. Every delete must have reached the handler: as a
+DELETE event, or as a tombstone when it happened while we were not watching.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import kubernetes
+import pytest
+
+from helpers import kube
+from helpers.cluster.info import describe
+from helpers.cluster.local import LocalCluster
+from helpers.cluster.paths import CourseHome
+from helpers.errors import CourseError
+from helpers.etcd import EtcdClient
+from helpers.informer import SharedInformer, wait_for_cache_sync
+from helpers.listwatch import ListWatch
+from tests.informer_harness import SELECTOR, Churn, GatedListWatch, Recorder, cache_view
+from tests.tcp_proxy import TcpProxy, kubeconfig_through
+
+pytestmark = pytest.mark.cluster
+
+CONVERGE_SECONDS = 60
+
+
+def start_informer(api: kubernetes.client.ApiClient, namespace: str, kind: str,
+                   **options: float) -> tuple[SharedInformer, Recorder]:  # fmt: skip
+    informer = SharedInformer(
+        ListWatch(api, f"/api/v1/namespaces/{namespace}/{kind}", label_selector=SELECTOR),
+        name=f"drill-{kind}",
+        **options,
+    )
+    recorder = Recorder()
+    informer.add_event_handler(recorder)
+    informer.start()
+    assert wait_for_cache_sync(informer, timeout=30)
+    return informer, recorder
+
+
+def stop(informer: SharedInformer) -> None:
+    informer.stop()
+    assert informer.join(10), "informer threads did not stop"
+
+
+def assert_converged(
+    informer: SharedInformer, recorder: Recorder, churn: Churn, must_see: set[str]
+) -> None:
+    """Cache and handler agree with a fresh list, and the deletes in ``must_see`` arrived."""
+    expected = churn.fresh_view()
+    assert recorder.wait_for(expected, CONVERGE_SECONDS), (
+        f"handler view differs from a fresh list: missing "
+        f"{sorted(set(expected) - set(recorder.live))}, extra "
+        f"{sorted(set(recorder.live) - set(expected))}"
+    )
+    # The cache is written before handlers are told, so it has caught up too.
+    assert cache_view(informer.indexer) == expected
+    unseen = must_see - recorder.deleted
+    assert not unseen, f"deletes that never reached the handler: {sorted(unseen)}"
+
+
+def local_cluster() -> LocalCluster:
+    info = describe()
+    assert info.backend == "local", "these drills need the local control plane"
+    return LocalCluster(CourseHome.from_environment(), info.context.removeprefix("kwok-"))
+
+
+@pytest.fixture
+def proxied_api(api: kubernetes.client.ApiClient, tmp_path: Path) -> Iterator[tuple]:
+    """An ApiClient whose connections go through a TcpProxy we can cut or block."""
+    kubeconfig = kube.default_kubeconfig()
+    _, server = kube.describe_context(kubeconfig, None)
+    port = int(server.rsplit(":", 1)[1])
+    with TcpProxy(("127.0.0.1", port)) as proxy:
+        client = kube.connect(kubeconfig_through(proxy, kubeconfig, tmp_path / "proxied"))
+        yield proxy, client
+
+
+def test_500_mixed_changes(api: kubernetes.client.ApiClient, namespace: str) -> None:
+    churn = Churn(api, namespace, "configmaps")
+    churn.run(20)  # some objects exist before the informer starts
+    informer, recorder = start_informer(api, namespace, "configmaps")
+    deleted_before = set(churn.deleted)
+    try:
+        churn.run(500)
+        assert_converged(informer, recorder, churn, churn.deleted - deleted_before)
+        assert not recorder.tombstones, "a live watch needs no tombstones"
+    finally:
+        stop(informer)
+
+
+def test_watch_connection_cut_mid_stream(
+    api: kubernetes.client.ApiClient, namespace: str, proxied_api: tuple
+) -> None:
+    proxy, client = proxied_api
+    churn = Churn(api, namespace, "configmaps", seed=11)
+    informer, recorder = start_informer(client, namespace, "configmaps")
+    try:
+        for _ in range(3):
+            watches = informer.reflector.watches
+            churn.run(60)
+            assert proxy.cut() >= 1, "the informer had no open connection to cut"
+            # After backing off, it lists again and opens a new watch.
+            assert informer.reflector.wait_for(lambda r, before=watches: r.watches > before, 30)
+        churn.run(60)
+        assert_converged(informer, recorder, churn, set(churn.deleted))
+        assert informer.reflector.errors >= 3
+        assert proxy.accepted >= 4  # it reconnected after every cut
+    finally:
+        stop(informer)
+
+
+def test_forced_410_after_compaction(
+    api: kubernetes.client.ApiClient, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Compact etcd past the watch's resourceVersion while the informer is not watching.
+
+    PodTemplates bypass the watch cache, so the re-watch from the old
+    resourceVersion goes to etcd and gets 410 Gone; the reflector re-lists, and
+    what was deleted meanwhile reaches handlers as tombstones.
+    """
+    caplog.set_level(logging.INFO, logger="helpers.reflector")
+    info = describe()
+    assert info.etcd_url, "compaction needs etcd on loopback (local control plane)"
+    churn = Churn(api, namespace, "podtemplates", seed=3)
+    churn.run(40)
+    gated = GatedListWatch(api, f"/api/v1/namespaces/{namespace}/podtemplates",
+                           label_selector=SELECTOR)  # fmt: skip
+    # Short server-side watch timeouts: each watch ends normally after 1-2 s and
+    # the reflector re-watches from its last resourceVersion, without a re-list.
+    informer = SharedInformer(gated, name="drill-410", min_watch_timeout=1)
+    recorder = Recorder()
+    informer.add_event_handler(recorder)
+    informer.start()
+    try:
+        assert wait_for_cache_sync(informer, timeout=30)
+        deleted_at_start = set(churn.deleted)
+        churn.run(40)
+        gated.close_gate()
+        assert gated.wait_until_held(30), "the watch never came back for a re-watch"
+        known = set(cache_view(informer.indexer))
+        lists_before = informer.reflector.lists
+        deleted_before = set(churn.deleted)
+        churn.run(60)
+        missed_deletes = (churn.deleted - deleted_before) & known
+        etcd = EtcdClient(info.etcd_url)
+        etcd.compact(etcd.revision())
+        gated.open_gate()
+        # Objects created and deleted during the outage were never known to the
+        # informer; every delete of an object it knew must arrive.
+        must_see = (deleted_before - deleted_at_start) | missed_deletes
+        assert_converged(informer, recorder, churn, must_see)
+        assert "(410)" in caplog.text, "the reflector never met 410 Gone"
+        assert informer.reflector.lists > lists_before, "no re-list after 410"
+        assert missed_deletes, "the drill deleted nothing the informer knew"
+        assert missed_deletes <= recorder.tombstones
+    finally:
+        stop(informer)
+
+
+def test_api_server_killed_and_restarted(api: kubernetes.client.ApiClient, namespace: str) -> None:
+    cluster = local_cluster()
+    churn = Churn(api, namespace, "configmaps", seed=5)
+    informer, recorder = start_informer(api, namespace, "configmaps")
+    try:
+        churn.run(50)
+        errors_before = informer.reflector.errors
+        os.kill(cluster.processes()["kube-apiserver"], signal.SIGKILL)
+        assert informer.reflector.wait_for(lambda r: r.errors > errors_before, 30)
+        cluster.start_component("kube-apiserver")
+        wait_until_api_answers(cluster)
+        cluster.revive()  # like a kubelet, restart any component that gave up meanwhile
+        churn.run(50)
+        assert_converged(informer, recorder, churn, set(churn.deleted))
+    finally:
+        stop(informer)
+        cluster.revive()
+
+
+def wait_until_api_answers(cluster: LocalCluster, timeout: float = 60) -> None:
+    """Poll /version: a starting process announces nothing we could wait on."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            kube.connect(cluster.kubeconfig, probe_timeout=2)
+            return
+        except CourseError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.25)

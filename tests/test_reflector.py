@@ -1,0 +1,1048 @@
+"""The reflector, scenario by scenario, as client-go's reflector_test.go specifies it.
+
+Unit tests drive :class:`Reflector` against :class:`FakeSource`, an in-process
+stand-in for :class:`helpers.listwatch.ListWatch` (like client-go's
+``fakeControllerSource``: no HTTP, no fake API server), and are named
+``test_<what>__<UpstreamTest>`` with the upstream test cited. Most call
+``list_and_watch()`` synchronously, one round at a time, as upstream calls
+``ListAndWatch``; the rest step a FakeClock. Tests marked ``cluster`` run
+against the real API server.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import kubernetes
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from helpers.backoff import Backoff
+from helpers.clock import FakeClock, RealClock
+from helpers.cluster.info import describe
+from helpers.etcd import EtcdClient
+from helpers.listwatch import (
+    ListWatch,
+    WatchDisconnected,
+    WatchError,
+    WatchExpired,
+    error_from_status,
+)
+from helpers.reflector import (
+    Reflector,
+    VeryShortWatchError,
+    forbidden_message,
+    is_connection_refused,
+    is_too_large_resource_version,
+)
+
+GUARD = 10.0
+"""Real seconds before a wait that should succeed is declared a failure."""
+
+
+# --- an in-process stand-in for ListWatch -------------------------------------------
+
+
+class EndOfScript(Exception):
+    """Raised by a scripted call to end a synchronous ``list_and_watch`` round."""
+
+
+def status(code: int, reason: str, message: str, **details: Any) -> dict[str, Any]:
+    """A ``Status`` object as the API server sends it."""
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "details": details,
+        "code": code,
+    }
+
+
+def api_error(code: int, reason: str, message: str, **details: Any) -> ApiException:
+    """An ``ApiException`` like the client raises for an error response."""
+    err = ApiException(status=code, reason=reason)
+    err.body = json.dumps(status(code, reason, message, **details))
+    return err
+
+
+def pod(name: str, rv: int | str, namespace: str = "default") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": namespace, "resourceVersion": str(rv)}}
+
+
+def pod_list(rv: int | str, items: list[dict[str, Any]], cont: str | None = None) -> dict:
+    metadata: dict[str, Any] = {"resourceVersion": str(rv)}
+    if cont:
+        metadata["continue"] = cont
+    return {"kind": "PodList", "apiVersion": "v1", "metadata": metadata, "items": items}
+
+
+class ScriptedStream:
+    """A watch stream fed by the test (or by FakeSource); ``close()`` from any thread."""
+
+    def __init__(self, events: list[dict[str, Any]] | None = None, *, end: bool = False) -> None:
+        self._cond = threading.Condition()
+        self._events: deque[dict[str, Any]] = deque(events or [])
+        self._ended = end
+        self._closed = False
+
+    def __iter__(self) -> ScriptedStream:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        with self._cond:
+            ready = self._cond.wait_for(
+                lambda: self._events or self._ended or self._closed, timeout=30.0
+            )
+            if self._closed:
+                raise StopIteration
+            if self._events:
+                event = self._events.popleft()
+                if event["type"] == "ERROR":
+                    self._ended = True
+                    raise error_from_status(event["object"])
+                return event
+            if self._ended:
+                raise StopIteration
+            assert ready is False
+            raise WatchDisconnected("scripted stream idle for 30 s")
+
+    def push(self, type_: str, obj: dict[str, Any]) -> None:
+        with self._cond:
+            self._events.append({"type": type_, "object": copy.deepcopy(obj)})
+            self._cond.notify_all()
+
+    def fail(self, status_object: dict[str, Any]) -> None:
+        """Send an ERROR event; the stream ends after it."""
+        self.push("ERROR", status_object)
+
+    def end(self) -> None:
+        """The server ends the watch normally."""
+        with self._cond:
+            self._ended = True
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def open(self) -> bool:
+        with self._cond:
+            return not (self._closed or self._ended)
+
+
+@dataclass
+class ListCall:
+    resource_version: str | None
+    limit: int | None
+    continue_token: str | None
+
+
+@dataclass
+class WatchCall:
+    resource_version: str
+    timeout_seconds: int
+    allow_bookmarks: bool
+
+
+class FakeSource:
+    """Objects with resourceVersions, served by ``list()`` and fanned out to ``watch()`` streams.
+
+    ``on_list`` / ``on_watch`` script single calls: they may raise, return a
+    result, or return None for the default behaviour. A new watch replays the
+    changes after its resourceVersion, as the API server does. Changes made
+    with ``broadcast=False`` are seen only by the next LIST (client-go's
+    ``AddDropWatch``/``ModifyDropWatch``).
+    """
+
+    def __init__(self, kind: str = "Pod") -> None:
+        self.kind = kind
+        self._cond = threading.Condition()
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.rv = 0
+        self.list_calls: list[ListCall] = []
+        self.watch_calls: list[WatchCall] = []
+        self.streams: list[ScriptedStream] = []
+        self.history: list[tuple[int, str, dict[str, Any]]] = []  # broadcast changes
+        self.on_list: Callable[[ListCall], dict[str, Any] | None] | None = None
+        self.on_watch: Callable[[WatchCall], ScriptedStream | None] | None = None
+
+    # -- changing the "server" --------------------------------------------------------
+
+    def add(self, name: str, *, broadcast: bool = True) -> dict[str, Any]:
+        return self._change("ADDED", name, broadcast)
+
+    def modify(self, name: str, *, broadcast: bool = True) -> dict[str, Any]:
+        return self._change("MODIFIED", name, broadcast)
+
+    def delete(self, name: str, *, broadcast: bool = True) -> dict[str, Any]:
+        return self._change("DELETED", name, broadcast)
+
+    def reset_watch(self) -> None:
+        """End every open watch with 410 Expired (client-go ``ResetWatch``)."""
+        with self._cond:
+            streams = [s for s in self.streams if s.open]
+        for stream in streams:
+            stream.fail(status(410, "Expired", "too old resource version"))
+
+    def open_streams(self) -> list[ScriptedStream]:
+        with self._cond:
+            return [s for s in self.streams if s.open]
+
+    def _change(self, type_: str, name: str, broadcast: bool) -> dict[str, Any]:
+        with self._cond:
+            self.rv += 1
+            obj = pod(name, self.rv)
+            if type_ == "DELETED":
+                del self.objects[name]
+            else:
+                self.objects[name] = obj
+            streams = []
+            if broadcast:
+                self.history.append((self.rv, type_, obj))
+                streams = [s for s in self.streams if s.open]
+            self._cond.notify_all()
+        for stream in streams:
+            stream.push(type_, obj)
+        return obj
+
+    # -- the ListerWatcher interface ---------------------------------------------------------
+
+    def list(
+        self,
+        resource_version: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> dict[str, Any]:
+        call = ListCall(resource_version, limit, continue_token)
+        with self._cond:
+            self.list_calls.append(call)
+            self._cond.notify_all()
+        if self.on_list is not None:
+            scripted = self.on_list(call)
+            if scripted is not None:
+                return scripted
+        with self._cond:
+            items = [copy.deepcopy(self.objects[name]) for name in sorted(self.objects)]
+            return pod_list(self.rv, items)
+
+    def watch(
+        self,
+        resource_version: str,
+        timeout_seconds: int,
+        allow_bookmarks: bool = True,
+        read_timeout: float | None = None,
+    ) -> ScriptedStream:
+        call = WatchCall(resource_version, timeout_seconds, allow_bookmarks)
+        with self._cond:
+            self.watch_calls.append(call)
+            self._cond.notify_all()
+        stream = self.on_watch(call) if self.on_watch is not None else None
+        with self._cond:
+            if stream is None:
+                # Like the API server: replay what happened after the requested version.
+                stream = ScriptedStream()
+                for rv, type_, obj in self.history:
+                    if resource_version.isdigit() and rv > int(resource_version):
+                        stream.push(type_, obj)
+            self.streams.append(stream)
+        return stream
+
+    def wait_for(self, predicate: Callable[[FakeSource], bool], timeout: float = GUARD) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: predicate(self), timeout)
+
+
+class RecordingSink:
+    """A reflector store that remembers every call, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+        self.objects: dict[str, dict[str, Any]] = {}
+        self._cond = threading.Condition()
+
+    def replace(self, items: list[Any], resource_version: str) -> None:
+        with self._cond:
+            self.calls.append(
+                ("replace", ([i["metadata"]["name"] for i in items], resource_version))
+            )
+            self.objects = {i["metadata"]["name"]: i for i in items}
+            self._cond.notify_all()
+
+    def add(self, obj: Any) -> None:
+        self._record("add", obj)
+
+    def update(self, obj: Any) -> None:
+        self._record("update", obj)
+
+    def delete(self, obj: Any) -> None:
+        self._record("delete", obj)
+
+    def bookmark(self, resource_version: str) -> None:
+        with self._cond:
+            self.calls.append(("bookmark", resource_version))
+            self._cond.notify_all()
+
+    def _record(self, what: str, obj: Any) -> None:
+        name = obj["metadata"]["name"]
+        with self._cond:
+            self.calls.append((what, (name, obj["metadata"]["resourceVersion"])))
+            if what == "delete":
+                self.objects.pop(name, None)
+            else:
+                self.objects[name] = obj
+            self._cond.notify_all()
+
+    def wait_for(self, predicate: Callable[[RecordingSink], bool], timeout: float = GUARD) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: predicate(self), timeout)
+
+
+def instant_backoff(clock: FakeClock | None = None) -> Backoff:
+    """A backoff whose delays are zero: counted, logged, never waited."""
+    return Backoff(initial=0.0, jitter=0.0, clock=clock or FakeClock())
+
+
+def make_reflector(source: Any, sink: Any = None, **kwargs: Any) -> Reflector:
+    kwargs.setdefault("backoff", instant_backoff())
+    return Reflector(source, sink if sink is not None else RecordingSink(), name="test", **kwargs)
+
+
+def stop_on_watch(call: WatchCall) -> ScriptedStream:
+    """Stop the round as soon as the reflector starts watching (upstream: cancel in WatchFunc)."""
+    raise EndOfScript
+
+
+# --- LIST then WATCH --------------------------------------------------------------------
+
+
+def test_list_then_watch_with_bookmarks__TestReflectorListAndWatch() -> None:
+    """reflector_test.go TestReflectorListAndWatch (the LIST+WATCH case).
+
+    LIST {RV "0", limit 500}, then WATCH {RV of the list, bookmarks}; ADDED,
+    MODIFIED and DELETED reach the store in order; every event, bookmarks
+    included, moves the last synced resourceVersion.
+    """
+    source = FakeSource()
+    source.on_list = lambda call: pod_list(1, [])
+    events = [
+        {"type": "ADDED", "object": pod("foo", 2)},
+        {"type": "MODIFIED", "object": pod("foo", 3)},
+        {"type": "ADDED", "object": pod("bar", 4)},
+        {"type": "BOOKMARK", "object": pod("", 5)},
+        {"type": "DELETED", "object": pod("foo", 6)},
+        {"type": "ERROR", "object": status(500, "InternalError", "etcdserver: no leader")},
+    ]
+    source.on_watch = lambda call: ScriptedStream(events)
+    sink = RecordingSink()
+    reflector = make_reflector(source, sink, min_watch_timeout=300.0)
+
+    with pytest.raises(WatchError, match="no leader"):
+        reflector.list_and_watch()
+
+    assert source.list_calls == [ListCall("0", 500, None)]
+    assert len(source.watch_calls) == 1
+    watch = source.watch_calls[0]
+    assert (watch.resource_version, watch.allow_bookmarks) == ("1", True)
+    assert 300 <= watch.timeout_seconds <= 600
+    assert sink.calls == [
+        ("replace", ([], "1")),
+        ("add", ("foo", "2")),
+        ("update", ("foo", "3")),
+        ("add", ("bar", "4")),
+        ("bookmark", "5"),
+        ("delete", ("foo", "6")),
+    ]
+    assert reflector.last_sync_resource_version == "6"
+    assert reflector.has_synced
+    assert (reflector.lists, reflector.watches, reflector.events) == (1, 1, 5)
+
+
+def test_list_items_get_kind_and_api_version() -> None:
+    """List items lack kind/apiVersion; watch objects have them. The sink sees one shape."""
+    source = FakeSource()
+    source.add("a")
+    source.on_watch = stop_on_watch
+    sink = RecordingSink()
+    with pytest.raises(EndOfScript):
+        make_reflector(source, sink).list_and_watch()
+    assert sink.objects["a"]["kind"] == "Pod"
+    assert sink.objects["a"]["apiVersion"] == "v1"
+
+
+def test_relist_uses_last_synced_rv__TestReflectorResyncWithResourceVersion() -> None:
+    """reflector_test.go TestReflectorResyncWithResourceVersion: LIST RVs ["0", "10"]."""
+    pods = [pod(f"pod-{i}", i) for i in range(8)]
+    answers = {"0": pod_list(10, pods[:4]), "10": pod_list(11, pods)}
+    source = FakeSource()
+    source.on_list = lambda call: copy.deepcopy(answers[call.resource_version or ""])
+    source.on_watch = stop_on_watch
+    sink = RecordingSink()
+    reflector = make_reflector(source, sink)
+
+    with pytest.raises(EndOfScript):
+        reflector.list_and_watch()
+    assert len(sink.objects) == 4
+    with pytest.raises(EndOfScript):
+        reflector.list_and_watch()
+    assert len(sink.objects) == 8
+    assert [c.resource_version for c in source.list_calls] == ["0", "10"]
+    assert (reflector.lists, reflector.relists) == (2, 1)
+
+
+def test_expired_exact_rv_relists_from_etcd__TestReflectorExpiredExactResourceVersion() -> None:
+    """reflector_test.go TestReflectorExpiredExactResourceVersion: ["0", "10", ""]."""
+    pods = [pod(f"pod-{i}", i) for i in range(8)]
+
+    def answer(call: ListCall) -> dict[str, Any]:
+        if call.resource_version == "10":
+            raise api_error(410, "Expired", "The resourceVersion for the provided list is too old.")
+        return copy.deepcopy(
+            {"0": pod_list(10, pods[:4]), "": pod_list(11, pods), "11": pod_list(11, pods)}[
+                call.resource_version or ""
+            ]
+        )
+
+    source = FakeSource()
+    source.on_list = answer
+    source.on_watch = stop_on_watch
+    sink = RecordingSink()
+    reflector = make_reflector(source, sink)
+
+    for _ in range(2):
+        with pytest.raises(EndOfScript):
+            reflector.list_and_watch()
+    assert len(sink.objects) == 8
+    assert [c.resource_version for c in source.list_calls] == ["0", "10", ""]
+    assert reflector.last_sync_resource_version == "11"
+
+    # Once a list succeeded, the next relist uses the last RV again, not "".
+    with pytest.raises(EndOfScript):
+        reflector.list_and_watch()
+    assert source.list_calls[-1].resource_version == "11"
+
+
+def test_expired_continue_token_falls_back_to_full_list__TestReflectorFullListIfExpired() -> None:
+    """reflector_test.go TestReflectorFullListIfExpired (adapted to pages of the first list).
+
+    Page 1 carries a continue token; the token expires before page 2; the
+    reflector lists everything in one request at the original resourceVersion.
+    """
+    pods = [pod(f"pod-{i}", i) for i in range(8)]
+
+    def answer(call: ListCall) -> dict[str, Any]:
+        key = (call.resource_version, call.limit, call.continue_token)
+        if key == ("0", 4, None):
+            return pod_list(10, copy.deepcopy(pods[:4]), cont="C1")
+        if key == (None, 4, "C1"):
+            raise api_error(410, "Expired", "The provided continue parameter is too old")
+        if key == ("0", None, None):
+            return pod_list(11, copy.deepcopy(pods))
+        raise AssertionError(f"unexpected list call {call}")
+
+    source = FakeSource()
+    source.on_list = answer
+    source.on_watch = stop_on_watch
+    sink = RecordingSink()
+    reflector = make_reflector(source, sink, page_size=4)
+
+    with pytest.raises(EndOfScript):
+        reflector.list_and_watch()
+    assert source.list_calls == [
+        ListCall("0", 4, None),
+        ListCall(None, 4, "C1"),
+        ListCall("0", None, None),
+    ]
+    assert sorted(sink.objects) == [f"pod-{i}" for i in range(8)]
+    assert reflector.last_sync_resource_version == "11"
+
+
+def test_pages_are_joined_into_one_replace() -> None:
+    """A paginated LIST reaches the store as one replace, at the first page's resourceVersion."""
+
+    def answer(call: ListCall) -> dict[str, Any]:
+        if call.continue_token is None:
+            return pod_list(7, [pod("a", 1), pod("b", 2)], cont="next")
+        assert call.resource_version is None, "a continue request must not carry an RV"
+        return pod_list(7, [pod("c", 3)])
+
+    source = FakeSource()
+    source.on_list = answer
+    source.on_watch = stop_on_watch
+    sink = RecordingSink()
+    with pytest.raises(EndOfScript):
+        make_reflector(source, sink, page_size=2).list_and_watch()
+    assert sink.calls == [("replace", (["a", "b", "c"], "7"))]
+
+
+def test_exact_rv_lists_in_one_go__TestReflectorNotPaginatingNotConsistentReads() -> None:
+    """reflector_test.go TestReflectorNotPaginatingNotConsistentReads: a relist at an exact
+    RV sends no limit, so the watch cache can answer it without touching etcd."""
+    source = FakeSource()
+    source.on_list = lambda call: pod_list(10, [pod(f"pod-{i}", i) for i in range(10)])
+    source.on_watch = stop_on_watch
+    sink = RecordingSink()
+    reflector = make_reflector(source, sink)
+    for _ in range(2):
+        with pytest.raises(EndOfScript):
+            reflector.list_and_watch()
+    assert source.list_calls == [ListCall("0", 500, None), ListCall("10", None, None)]
+    assert len(sink.objects) == 10
+
+
+def test_keeps_paging__TestReflectorPaginatingNonConsistentReadsIfWatchCacheDisabled() -> None:
+    """reflector_test.go TestReflectorPaginatingNonConsistentReadsIfWatchCacheDisabled: a "0"
+    list that came back in pages means no watch cache, so later lists keep the 500 limit."""
+    pods = [pod(f"pod-{i}", i) for i in range(10)]
+    pages = {None: (pods[0:4], "C1"), "C1": (pods[4:8], "C2"), "C2": (pods[8:10], None)}
+
+    def answer(call: ListCall) -> dict[str, Any]:
+        assert call.limit == 500
+        items, cont = pages[call.continue_token]
+        return pod_list(10, copy.deepcopy(items), cont=cont)
+
+    source = FakeSource()
+    source.on_list = answer
+    source.on_watch = stop_on_watch
+    sink = RecordingSink()
+    reflector = make_reflector(source, sink)
+    for _ in range(2):
+        with pytest.raises(EndOfScript):
+            reflector.list_and_watch()
+        assert len(sink.objects) == 10
+    assert [(c.resource_version, c.continue_token) for c in source.list_calls] == [
+        ("0", None),
+        (None, "C1"),
+        (None, "C2"),
+        ("10", None),
+        (None, "C1"),
+        (None, "C2"),
+    ]
+
+
+def test_too_large_rv_relists_from_etcd__TestReflectorFullListIfTooLarge() -> None:
+    """reflector_test.go TestReflectorFullListIfTooLarge: ["0", "20", "", "30", "", "40", ""].
+
+    The three error shapes API servers have used for "too large resource version".
+    """
+    version = 30
+
+    def answer(call: ListCall) -> dict[str, Any]:
+        nonlocal version
+        rv = call.resource_version
+        if rv == "0":
+            return pod_list(20, [])
+        if rv == "20":
+            raise api_error(
+                504,
+                "Timeout",
+                "too large resource version",
+                causes=[{"type": "ResourceVersionTooLarge"}],
+            )
+        if rv == "30":
+            raise api_error(
+                504,
+                "Timeout",
+                "too large resource version",
+                causes=[{"message": "Too large resource version"}],
+            )
+        if rv == "40":
+            raise api_error(504, "Timeout", "Too large resource version")
+        assert rv == ""
+        version += 10
+        return pod_list(version - 10, [])
+
+    source = FakeSource()
+    source.on_list = answer
+    source.on_watch = stop_on_watch
+    reflector = make_reflector(source)
+    for _ in range(4):
+        with pytest.raises(EndOfScript):
+            reflector.list_and_watch()
+    assert [c.resource_version for c in source.list_calls] == ["0", "20", "", "30", "", "40", ""]
+
+
+def test_is_too_large_resource_version_needs_the_right_shape() -> None:
+    assert not is_too_large_resource_version(api_error(504, "Timeout", "request timed out"))
+    assert not is_too_large_resource_version(
+        api_error(500, "InternalError", "Too large resource version")
+    )
+    assert not is_too_large_resource_version(ValueError("Too large resource version"))
+
+
+# --- watch errors: which ones re-list, which ones only re-watch -----------------------
+
+
+def test_429_backs_off_without_relist__TestBackoffOnTooManyRequests() -> None:
+    """reflector_test.go TestBackoffOnTooManyRequests: a 429 on the watch call, then a 429
+    ERROR event in the stream: two backoffs, and still only one LIST."""
+    too_many = status(429, "TooManyRequests", "too many requests")
+    source = FakeSource()
+
+    def answer(call: WatchCall) -> ScriptedStream:
+        n = len(source.watch_calls)
+        if n == 1:
+            raise api_error(429, "TooManyRequests", "too many requests")
+        if n == 2:
+            return ScriptedStream([{"type": "ERROR", "object": too_many}])
+        raise EndOfScript
+
+    source.on_watch = answer
+    reflector = make_reflector(source)
+    with pytest.raises(EndOfScript):
+        reflector.list_and_watch()
+    assert reflector.backoff_waits == 2
+    assert len(source.list_calls) == 1
+    assert "429" in (reflector.last_error_message or "")
+
+
+def test_no_relist_on_429__TestNoRelistOnTooManyRequests() -> None:
+    """reflector_test.go TestNoRelistOnTooManyRequests: four 429s -> 1 LIST, 5 WATCHes."""
+    source = FakeSource()
+
+    def answer(call: WatchCall) -> ScriptedStream:
+        if len(source.watch_calls) < 5:
+            raise api_error(429, "TooManyRequests", "too many requests")
+        raise EndOfScript
+
+    source.on_watch = answer
+    reflector = make_reflector(source)
+    with pytest.raises(EndOfScript):
+        reflector.list_and_watch()
+    assert (len(source.list_calls), len(source.watch_calls)) == (1, 5)
+    assert reflector.backoff_waits == 4
+
+
+def test_refused_watch_backs_off_exponentially__TestReflectorListAndWatchInitConnBackoff() -> None:
+    """reflector_test.go TestReflectorListAndWatchInitConnBackoff: 5 refused connections with
+    backoff 1 ms x2 take 1+2+4+8+16 ms of (fake) time, and no re-list."""
+    clock = FakeClock()
+    source = FakeSource()
+    refusals = 5
+
+    def answer(call: WatchCall) -> ScriptedStream:
+        if len(source.watch_calls) <= refusals:
+            raise ConnectionRefusedError(111, "Connection refused")
+        raise EndOfScript
+
+    source.on_watch = answer
+    backoff = Backoff(initial=0.001, factor=2.0, jitter=0.0, cap=0.05, clock=clock)
+    reflector = make_reflector(source, backoff=backoff, clock=clock)
+    outcome: list[BaseException] = []
+
+    def round_() -> None:
+        try:
+            reflector.list_and_watch()
+        except BaseException as err:
+            outcome.append(err)
+
+    runner = threading.Thread(target=round_, name="list-and-watch")
+    runner.start()
+    start = clock.now()
+    for i in range(refusals):
+        assert clock.wait_for_waiters(1, timeout=GUARD), f"no backoff wait #{i + 1}"
+        assert len(source.watch_calls) == i + 1, "re-watched without waiting"
+        clock.step(0.001 * 2**i)
+    runner.join(GUARD)
+    assert [type(e) for e in outcome] == [EndOfScript]
+    assert clock.now() - start == pytest.approx(0.031)
+    assert (len(source.list_calls), len(source.watch_calls)) == (1, refusals + 1)
+    assert "refused the connection" in (reflector.last_error_message or "")
+
+
+def test_watch_expired_relists_from_last_rv() -> None:
+    """reflector.go watch(): after 410 the LIST asks for the last RV first (not "")."""
+    source = FakeSource()
+    source.add("a")
+    reflector = make_reflector(source)
+    source.on_watch = lambda call: ScriptedStream(
+        [
+            {"type": "MODIFIED", "object": pod("a", 5)},
+            {"type": "ERROR", "object": status(410, "Expired", "too old resource version: 1 (5)")},
+        ]
+    )
+    with pytest.raises(WatchExpired):
+        reflector.list_and_watch()
+    source.on_watch = stop_on_watch
+    with pytest.raises(EndOfScript):
+        reflector.list_and_watch()
+    assert [c.resource_version for c in source.list_calls] == ["0", "5"]
+
+
+def test_normal_close_rewatches_without_relist() -> None:
+    """A watch the server ends normally is resumed from the last RV: no LIST."""
+    source = FakeSource()
+    source.add("a")
+    source.on_watch = lambda call: (
+        ScriptedStream([{"type": "ADDED", "object": pod("b", 2)}], end=True)
+        if len(source.watch_calls) == 1
+        else stop_on_watch(call)
+    )
+    reflector = make_reflector(source)
+    with pytest.raises(EndOfScript):
+        reflector.list_and_watch()
+    assert [c.resource_version for c in source.watch_calls] == ["1", "2"]
+    assert len(source.list_calls) == 1
+    assert reflector.errors == 0
+
+
+def test_very_short_watch_is_an_error() -> None:
+    """reflector.go handleAnyWatch: closed within 1 s with 0 events -> VeryShortWatchError."""
+    source = FakeSource()
+    source.on_watch = lambda call: (
+        ScriptedStream(end=True) if len(source.watch_calls) < 3 else stop_on_watch(call)
+    )
+    with pytest.raises(VeryShortWatchError, match="very short watch"):
+        make_reflector(source).list_and_watch()
+    assert len(source.watch_calls) == 1, "a very short watch must not be retried at once"
+
+
+# --- the run loop: backoff on every error, and a prompt stop ------------------------------
+
+
+def test_run_backs_off_on_every_error_never_a_hot_loop() -> None:
+    """A 403 on LIST: one attempt per backoff, logged as the missing permission."""
+    clock = FakeClock()
+    source = FakeSource()
+    forbidden = api_error(
+        403,
+        "Forbidden",
+        'configmaps is forbidden: User "system:serviceaccount:demo:ctl" cannot list '
+        'resource "configmaps" in API group "" in the namespace "demo"',
+    )
+
+    def refuse(call: ListCall) -> dict[str, Any]:
+        raise forbidden
+
+    source.on_list = refuse
+    backoff = Backoff(initial=1.0, jitter=0.0, clock=clock)
+    reflector = make_reflector(source, backoff=backoff, clock=clock)
+    reflector.start()
+    try:
+        for attempt in range(1, 4):
+            assert clock.wait_for_waiters(1, timeout=GUARD)
+            assert len(source.list_calls) == attempt, "listed again without backing off"
+            clock.step(2.0 ** (attempt - 1))
+        assert source.wait_for(lambda s: len(s.list_calls) == 4)
+    finally:
+        reflector.stop()
+        assert reflector.join(GUARD)
+    assert reflector.errors >= 3
+    assert reflector.last_error_message == (
+        "forbidden: the service account demo/ctl may not list configmaps in namespace demo; "
+        'grant the "list" verb on configmaps with a Role and RoleBinding in that namespace'
+    )
+
+
+def test_stop_interrupts_a_blocked_watch() -> None:
+    """stop() closes the open stream: the thread ends at once, not after the watch timeout."""
+    source = FakeSource()
+    reflector = make_reflector(source, backoff=Backoff(clock=RealClock()), clock=RealClock())
+    reflector.start()
+    assert reflector.wait_for(lambda r: r.watches == 1, timeout=GUARD)
+    assert source.wait_for(lambda s: len(s.open_streams()) == 1)
+    started = time.monotonic()
+    reflector.stop()
+    assert reflector.join(GUARD)
+    assert time.monotonic() - started < 1.0
+    assert reflector.errors == 0
+    assert threading.current_thread().name != f"reflector-{reflector.name}"
+
+
+def test_thread_is_named_and_not_a_daemon() -> None:
+    source = FakeSource()
+    reflector = make_reflector(source)
+    reflector.start()
+    try:
+        assert reflector.wait_for(lambda r: r.watches == 1, timeout=GUARD)
+        thread = next(t for t in threading.enumerate() if t.name == "reflector-test")
+        assert not thread.daemon
+        with pytest.raises(RuntimeError, match="already started"):
+            reflector.start()
+    finally:
+        reflector.stop()
+        assert reflector.join(GUARD)
+
+
+# --- error sentences -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("message", "sentence"),
+    [
+        (
+            'configmaps is forbidden: User "system:serviceaccount:ns1:bot" cannot watch resource '
+            '"configmaps" in API group "" in the namespace "ns1"',
+            "forbidden: the service account ns1/bot may not watch configmaps in namespace ns1; "
+            'grant the "watch" verb on configmaps with a Role and RoleBinding in that namespace',
+        ),
+        (
+            'foos.samplecontroller.k8s.io is forbidden: User "alice" cannot list resource "foos" '
+            'in API group "samplecontroller.k8s.io" at the cluster scope',
+            'forbidden: the user "alice" may not list foos.samplecontroller.k8s.io at the cluster '
+            'scope; grant the "list" verb on foos.samplecontroller.k8s.io with a ClusterRole and '
+            "ClusterRoleBinding",
+        ),
+    ],
+)
+def test_forbidden_message_names_the_missing_permission(message: str, sentence: str) -> None:
+    assert forbidden_message(api_error(403, "Forbidden", message)) == sentence
+
+
+def test_forbidden_message_falls_back_to_explain() -> None:
+    text = forbidden_message(api_error(403, "Forbidden", "no way"))
+    assert text.startswith("Forbidden: no way.")
+
+
+def test_is_connection_refused_looks_inside_wrapped_errors() -> None:
+    try:
+        try:
+            raise ConnectionRefusedError(111, "Connection refused")
+        except OSError as inner:
+            raise RuntimeError("request failed") from inner
+    except RuntimeError as outer:
+        assert is_connection_refused(outer)
+    assert not is_connection_refused(TimeoutError("timed out"))
+
+
+# --- against the real cluster ----------------------------------------------------------------
+
+
+def configmap_path(namespace: str) -> str:
+    return f"/api/v1/namespaces/{namespace}/configmaps"
+
+
+@pytest.mark.cluster
+def test_real_list_then_watch_and_prompt_stop(
+    api: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    """A real reflector sees create, update, delete in order; stop() ends a 5-minute watch now."""
+    core = kubernetes.client.CoreV1Api(api)
+    sink = RecordingSink()
+    reflector = Reflector(ListWatch(api, configmap_path(namespace)), sink, name="real")
+    reflector.start()
+    try:
+        assert reflector.wait_for(lambda r: r.has_synced and r.watches == 1, timeout=GUARD)
+        core.create_namespaced_config_map(
+            namespace, {"metadata": {"name": "a"}, "data": {"k": "1"}}
+        )
+        core.patch_namespaced_config_map("a", namespace, {"data": {"k": "2"}})
+        core.delete_namespaced_config_map("a", namespace)
+        assert sink.wait_for(lambda s: any(c[0] == "delete" for c in s.calls))
+    finally:
+        started = time.monotonic()
+        reflector.stop()
+        assert reflector.join(GUARD)
+        stop_took = time.monotonic() - started
+    # (kube-root-ca.crt may show up too: the controller manager adds it to new namespaces.)
+    changes = [
+        (what, args[1])
+        for what, args in sink.calls
+        if what in ("add", "update", "delete") and args[0] == "a"
+    ]
+    assert [what for what, _ in changes] == ["add", "update", "delete"]
+    versions = [int(rv) for _, rv in changes]
+    assert versions == sorted(versions)
+    assert int(reflector.last_sync_resource_version) >= versions[-1]
+    assert (reflector.lists, reflector.errors) == (1, 0)
+    assert stop_took < 2.0
+
+
+@pytest.mark.cluster
+def test_real_forbidden_watch_names_the_missing_permission(
+    api: kubernetes.client.ApiClient, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A service account that may list but not watch: the log says which grant is missing."""
+    core = kubernetes.client.CoreV1Api(api)
+    rbac = kubernetes.client.RbacAuthorizationV1Api(api)
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "reader"}})
+    rbac.create_namespaced_role(
+        namespace,
+        {
+            "metadata": {"name": "list-only"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}],
+        },
+    )
+    rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": "list-only"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "list-only",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
+        },
+    )
+    token = core.create_namespaced_service_account_token(
+        "reader", namespace, {"spec": {"expirationSeconds": 600}}
+    ).status.token
+    configuration = copy.deepcopy(api.configuration)
+    configuration.cert_file = configuration.key_file = None
+    configuration.api_key = {"authorization": f"Bearer {token}"}
+    as_reader = kubernetes.client.ApiClient(configuration)
+
+    clock = FakeClock()
+    reflector = Reflector(
+        ListWatch(as_reader, configmap_path(namespace)),
+        RecordingSink(),
+        name="forbidden",
+        backoff=Backoff(initial=1.0, jitter=0.0, clock=clock),
+        clock=clock,
+    )
+    caplog.set_level(logging.WARNING, logger="helpers.reflector")
+    reflector.start()
+    try:
+        # RBAC takes a moment to see the new binding; until then the LIST may
+        # be refused too, and the reflector backs off: step past those.
+        assert _step_until(
+            clock, reflector, lambda r: "may not watch" in (r.last_error_message or "")
+        )
+        assert clock.wait_for_waiters(1, timeout=GUARD), "must back off after a 403"
+        lists = reflector.lists
+        assert not reflector.wait_for(lambda r: r.lists > lists, timeout=0.3), "no backoff"
+    finally:
+        reflector.stop()
+        assert reflector.join(GUARD)
+        as_reader.close()
+    expected = (
+        f"forbidden: the service account {namespace}/reader may not watch configmaps in "
+        f'namespace {namespace}; grant the "watch" verb on configmaps with a Role and '
+        "RoleBinding in that namespace"
+    )
+    assert reflector.last_error_message == expected
+    assert expected in caplog.text
+
+
+def _step_until(
+    clock: FakeClock, reflector: Reflector, predicate: Callable[[Reflector], bool]
+) -> bool:
+    """Step the fake clock past each backoff until ``predicate`` holds (at most 20 steps)."""
+    for _ in range(20):
+        seen = reflector.backoff_waits
+        reflector.wait_for(lambda r, s=seen: predicate(r) or r.backoff_waits > s, timeout=GUARD)
+        if predicate(reflector):
+            return True
+        assert clock.wait_for_waiters(1, timeout=GUARD)
+        clock.step(60.0)
+    return predicate(reflector)
+
+
+@pytest.mark.cluster
+def test_real_refused_connection_backs_off(api: kubernetes.client.ApiClient) -> None:
+    """Nothing listens on the port: one attempt per backoff step, not a hot loop."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    configuration = copy.deepcopy(api.configuration)
+    configuration.host = f"https://127.0.0.1:{port}"
+    nowhere = kubernetes.client.ApiClient(configuration)
+    clock = FakeClock()
+    reflector = Reflector(
+        ListWatch(nowhere, "/api/v1/configmaps"),
+        RecordingSink(),
+        name="refused",
+        backoff=Backoff(initial=1.0, jitter=0.0, clock=clock),
+        clock=clock,
+    )
+    reflector.start()
+    try:
+        for attempt in range(1, 3):
+            assert clock.wait_for_waiters(1, timeout=GUARD)
+            assert (reflector.lists, reflector.backoff_waits) == (attempt, attempt)
+            clock.step(2.0 ** (attempt - 1))
+        assert reflector.wait_for(lambda r: r.lists == 3, timeout=GUARD)
+    finally:
+        reflector.stop()
+        assert reflector.join(GUARD)
+        nowhere.close()
+    assert "refused the connection" in (reflector.last_error_message or "")
+
+
+class CompactingListWatch(ListWatch):
+    """The real ListWatch, with a hook after the first page; its watch ends the round."""
+
+    def __init__(self, *args: Any, after_first_page: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.after_first_page = after_first_page
+        self.calls: list[ListCall] = []
+
+    def list(
+        self,
+        resource_version: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> dict[str, Any]:
+        self.calls.append(ListCall(resource_version, limit, continue_token))
+        result = super().list(resource_version, limit, continue_token)
+        if len(self.calls) == 1:
+            self.after_first_page()
+        return result
+
+    def watch(self, *args: Any, **kwargs: Any) -> Any:
+        raise EndOfScript  # this test is about the LIST
+
+
+@pytest.mark.cluster
+def test_real_expired_continue_token_falls_back_to_full_list(
+    api: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    """A continue token outlived by an etcd compaction (410) -> one full LIST, nothing lost.
+
+    Events are used because the API server serves them from etcd (no watch
+    cache), so their continue tokens really expire.
+    """
+    info = describe()
+    if info.etcd_url is None:
+        pytest.skip("needs the local control plane, whose etcd is reachable")
+    etcd = EtcdClient(info.etcd_url)
+    core = kubernetes.client.CoreV1Api(api)
+    for i in range(5):
+        core.create_namespaced_event(namespace, _event(namespace, f"ev{i}"))
+
+    def compact_past_the_snapshot() -> None:
+        # A newer revision first: compacting *at* the snapshot's revision keeps it readable.
+        core.create_namespaced_config_map(namespace, {"metadata": {"name": "bump"}})
+        etcd.compact(etcd.revision())
+
+    lw = CompactingListWatch(
+        api, f"/api/v1/namespaces/{namespace}/events", after_first_page=compact_past_the_snapshot
+    )
+    sink = RecordingSink()
+    reflector = Reflector(lw, sink, name="events", page_size=2)
+    with pytest.raises(EndOfScript):
+        reflector.list_and_watch()
+    assert lw.calls[0] == ListCall("0", 2, None)
+    assert lw.calls[1].continue_token is not None
+    assert lw.calls[2] == ListCall("0", None, None)
+    assert len(lw.calls) == 3
+    assert sorted(sink.objects) == [f"ev{i}" for i in range(5)]
+
+
+def _event(namespace: str, name: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "involvedObject": {
+            "kind": "ConfigMap",
+            "name": "x",
+            "namespace": namespace,
+            "apiVersion": "v1",
+        },
+        "reason": "Test",
+        "message": name,
+        "type": "Normal",
+    }
