@@ -120,14 +120,35 @@ class Delta:
     resource_version: str = ""
 
 
+Transform = Callable[[Any], Any]
+
+
+def strip_managed_fields(obj: Any) -> Any:
+    """Drop ``metadata.managedFields`` (server-side apply bookkeeping) from a cached object.
+
+    client-go: ``cache.TransformStripManagedFields``, used with
+    ``SetTransform``. Controllers almost never read managedFields, and they are
+    often the largest part of a small object: dropping them roughly halves the
+    memory of a cache of ConfigMaps. It runs on the reflector's thread before
+    the object is queued, so cache and handlers see the same, smaller object.
+    """
+    if isinstance(obj, dict):
+        metadata = obj.get("metadata")
+        if isinstance(metadata, dict):
+            metadata.pop("managedFields", None)
+    return obj
+
+
 class RealFIFO:
     """An in-order queue of deltas: the reflector's sink (client-go ``RealFIFO``).
 
     Nothing is merged or dropped; the consumer sees every change in order.
-    After ``close()`` writes are ignored and ``pop`` returns None.
+    After ``close()`` writes are ignored and ``pop`` returns None. ``transform``
+    (client-go ``TransformFunc``) is applied to every object as it is queued.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, transform: Transform | None = None) -> None:
+        self._transform = transform
         self._cond = threading.Condition()
         self._deltas: deque[Delta] = deque()
         self._closed = False
@@ -144,16 +165,19 @@ class RealFIFO:
     # The reflector's store interface.
 
     def add(self, obj: Any) -> None:
-        self._push(Delta(ADDED, obj))
+        self._push(Delta(ADDED, self._transformed(obj)))
 
     def update(self, obj: Any) -> None:
-        self._push(Delta(UPDATED, obj))
+        self._push(Delta(UPDATED, self._transformed(obj)))
 
     def delete(self, obj: Any) -> None:
-        self._push(Delta(DELETED, obj))
+        self._push(Delta(DELETED, self._transformed(obj)))
 
     def replace(self, items: list[Any], resource_version: str) -> None:
-        self._push(Delta(REPLACED_ALL, list(items), resource_version))
+        self._push(Delta(REPLACED_ALL, [self._transformed(i) for i in items], resource_version))
+
+    def _transformed(self, obj: Any) -> Any:
+        return obj if self._transform is None else self._transform(obj)
 
     # The consumer's side.
 
@@ -428,6 +452,11 @@ class SharedInformer:
     client-go ``sharedIndexInformer``. ``self.indexer`` is the cache (indexed by
     namespace unless ``indexers`` says otherwise), ``self.reflector`` the
     LIST/WATCH loop, ``self.fifo`` the queue between them.
+
+    ``transform`` runs on every object before it is cached or handed to
+    handlers. The default, :func:`strip_managed_fields`, is the transform most
+    controllers set in client-go; client-go's own default is none. Pass
+    ``transform=None`` to keep objects exactly as the API server sent them.
     """
 
     def __init__(
@@ -442,6 +471,7 @@ class SharedInformer:
         min_watch_timeout: float = 300.0,
         page_size: int = 500,
         read_timeout: float | None = None,
+        transform: Transform | None = strip_managed_fields,
     ) -> None:
         if clock is None:
             clock = backoff.clock if backoff is not None else RealClock()
@@ -451,7 +481,7 @@ class SharedInformer:
         self.indexer = Indexer(
             indexers if indexers is not None else {NAMESPACE_INDEX: namespace_index_func}
         )
-        self.fifo = RealFIFO()
+        self.fifo = RealFIFO(transform)
         self.reflector = Reflector(
             list_watch,
             self.fifo,

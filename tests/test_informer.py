@@ -21,13 +21,15 @@ import kubernetes
 import pytest
 
 from helpers.backoff import Backoff
-from helpers.clock import FakeClock
+from helpers.clock import FakeClock, RealClock
 from helpers.cluster.info import describe
 from helpers.etcd import EtcdClient
 from helpers.informer import (
     HandlerRegistration,
     InformerStoppedError,
+    RealFIFO,
     SharedInformer,
+    strip_managed_fields,
     wait_for_cache_sync,
 )
 from helpers.lister import NotFoundError
@@ -693,3 +695,19 @@ def test_real_stop_returns_promptly_with_a_watch_open(
 @pytest.fixture(autouse=True)
 def _quiet_kubernetes_client(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="helpers")
+
+
+def test_managed_fields_are_stripped_by_default_and_kept_on_request() -> None:
+    """client-go TransformStripManagedFields: the cache and handlers see the smaller object."""
+
+    def obj() -> dict:
+        return {"metadata": {"name": "a", "managedFields": [{"manager": "kubectl"}]}}
+
+    stripping, keeping = RealFIFO(strip_managed_fields), RealFIFO()
+    stripping.add(obj())
+    stripping.replace([obj()], "7")
+    keeping.add(obj())
+    clock = RealClock()
+    assert "managedFields" not in stripping.pop(clock).obj["metadata"]
+    assert "managedFields" not in stripping.pop(clock).obj[0]["metadata"]
+    assert keeping.pop(clock).obj["metadata"]["managedFields"] == [{"manager": "kubectl"}]
