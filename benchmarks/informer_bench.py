@@ -123,14 +123,24 @@ def measure_sync(impl: str, namespace: str, count: int) -> dict[str, Any]:
     else:
         from kubernetes.informer import SharedInformer as OfficialInformer
 
-        seen = threading.Semaphore(0)
+        # It has no has_synced: the cache is synced when it holds every object.
+        # (If its first list fails it retries and reports MODIFIED, so watch both.)
+        full = threading.Event()
         informer = OfficialInformer(
             kubernetes.client.CoreV1Api(api).list_namespaced_config_map, namespace=namespace
         )
-        informer.add_event_handler("ADDED", lambda obj: seen.release())
+
+        events = {"n": 0}
+
+        def check(_: Any) -> None:
+            events["n"] += 1  # handlers run on its one watch thread: no race
+            if events["n"] >= count and len(informer.cache.list_keys()) >= count:
+                full.set()
+
+        informer.add_event_handler("ADDED", check)
+        informer.add_event_handler("MODIFIED", check)
         informer.start()
-        for _ in range(count):
-            seen.acquire()
+        assert full.wait(600), "the official informer never held every object"
         synced = time.perf_counter()
         size = len(informer.cache.list_keys())
     gc.collect()

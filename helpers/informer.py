@@ -63,7 +63,7 @@ from typing import Any, Protocol
 from helpers.backoff import Backoff, event_condition
 from helpers.clock import Clock, RealClock
 from helpers.lister import Lister
-from helpers.listwatch import ListerWatcher
+from helpers.listwatch import ListerWatcher, Transform
 from helpers.reflector import Reflector
 from helpers.store import (
     NAMESPACE_INDEX,
@@ -120,17 +120,14 @@ class Delta:
     resource_version: str = ""
 
 
-Transform = Callable[[Any], Any]
-
-
 def strip_managed_fields(obj: Any) -> Any:
     """Drop ``metadata.managedFields`` (server-side apply bookkeeping) from a cached object.
 
     client-go: ``cache.TransformStripManagedFields``, used with
     ``SetTransform``. Controllers almost never read managedFields, and they are
     often the largest part of a small object: dropping them roughly halves the
-    memory of a cache of ConfigMaps. It runs on the reflector's thread before
-    the object is queued, so cache and handlers see the same, smaller object.
+    memory of a cache of ConfigMaps. The reflector runs it on each object as it
+    is decoded, so cache and handlers see the same, smaller object.
     """
     if isinstance(obj, dict):
         metadata = obj.get("metadata")
@@ -143,12 +140,10 @@ class RealFIFO:
     """An in-order queue of deltas: the reflector's sink (client-go ``RealFIFO``).
 
     Nothing is merged or dropped; the consumer sees every change in order.
-    After ``close()`` writes are ignored and ``pop`` returns None. ``transform``
-    (client-go ``TransformFunc``) is applied to every object as it is queued.
+    After ``close()`` writes are ignored and ``pop`` returns None.
     """
 
-    def __init__(self, transform: Transform | None = None) -> None:
-        self._transform = transform
+    def __init__(self) -> None:
         self._cond = threading.Condition()
         self._deltas: deque[Delta] = deque()
         self._closed = False
@@ -165,19 +160,16 @@ class RealFIFO:
     # The reflector's store interface.
 
     def add(self, obj: Any) -> None:
-        self._push(Delta(ADDED, self._transformed(obj)))
+        self._push(Delta(ADDED, obj))
 
     def update(self, obj: Any) -> None:
-        self._push(Delta(UPDATED, self._transformed(obj)))
+        self._push(Delta(UPDATED, obj))
 
     def delete(self, obj: Any) -> None:
-        self._push(Delta(DELETED, self._transformed(obj)))
+        self._push(Delta(DELETED, obj))
 
     def replace(self, items: list[Any], resource_version: str) -> None:
-        self._push(Delta(REPLACED_ALL, [self._transformed(i) for i in items], resource_version))
-
-    def _transformed(self, obj: Any) -> Any:
-        return obj if self._transform is None else self._transform(obj)
+        self._push(Delta(REPLACED_ALL, list(items), resource_version))
 
     # The consumer's side.
 
@@ -481,7 +473,7 @@ class SharedInformer:
         self.indexer = Indexer(
             indexers if indexers is not None else {NAMESPACE_INDEX: namespace_index_func}
         )
-        self.fifo = RealFIFO(transform)
+        self.fifo = RealFIFO()
         self.reflector = Reflector(
             list_watch,
             self.fifo,
@@ -491,6 +483,7 @@ class SharedInformer:
             read_timeout=read_timeout,
             backoff=backoff if backoff is not None else Backoff(clock=clock),
             clock=clock,
+            transform=transform,
         )
         self.synced = SyncSignal(f"informer {name}")
         self._default_resync = max(0.0, resync_period)

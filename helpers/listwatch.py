@@ -28,8 +28,9 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -57,6 +58,9 @@ _PATH = re.compile(
 )
 
 
+Transform = Callable[[Any], Any]
+
+
 class ListerWatcher(Protocol):
     """What a reflector needs from its source (client-go ``ListerWatcher``)."""
 
@@ -65,6 +69,7 @@ class ListerWatcher(Protocol):
         resource_version: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        transform: Transform | None = None,
     ) -> dict[str, Any]: ...
 
     def watch(
@@ -201,8 +206,12 @@ class ListWatch:
         resource_version: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        transform: Transform | None = None,
     ) -> dict[str, Any]:
         """One LIST request; returns the list as the API server sent it (a dict).
+
+        ``transform`` runs on each item as soon as it is decoded (see
+        :func:`decode_list`).
 
         ``resource_version=None`` leaves the parameter out (a consistent read
         from etcd, like ``""``); ``"0"`` allows any cached version. With a
@@ -218,7 +227,7 @@ class ListWatch:
             query.append(("continue", continue_token))
         response = self._get(query, (self.connect_timeout, self.list_read_timeout))
         try:
-            return json.loads(response.data)
+            return decode_list(response.data, transform)
         finally:
             response.release_conn()
 
@@ -273,6 +282,62 @@ class ListWatch:
             _return_http_data_only=True,
             _request_timeout=timeout,
         )
+
+
+def decode_list(data: bytes, transform: Transform | None = None) -> dict[str, Any]:
+    """Decode a LIST response one item at a time, transforming each as it is decoded.
+
+    Why not ``json.loads``: a list of 10,000 objects becomes 10,000 dicts at
+    once, and trimming them afterwards (say, dropping managedFields) leaves the
+    freed memory scattered between the kept objects, where Python cannot give
+    it back. Decoding item by item lets each trimmed item's garbage be reused
+    by the next. Measured on 10,000 ConfigMaps: 2.6 kB of resident memory per
+    object instead of 4.6 kB, and twice as fast (benchmarks/RESULTS.md).
+
+    ``json.loads`` shares one string per distinct key across a whole document;
+    decoding items separately would not, so the top-level and ``metadata``
+    keys are interned to keep that sharing.
+    """
+    text = data.decode() if isinstance(data, bytes | bytearray) else data
+    decoder = json.JSONDecoder()
+    result: dict[str, Any] = {}
+    index = _skip(text, 0)
+    if text[index] != "{":
+        return json.loads(text)  # not an object: let json report what it is
+    index = _skip(text, index + 1)
+    while text[index] != "}":
+        key, index = decoder.raw_decode(text, index)
+        index = _skip(text, index)
+        index = _skip(text, index + 1)  # the ':'
+        if key == "items" and text[index] == "[":
+            items = []
+            index = _skip(text, index + 1)
+            while text[index] != "]":
+                item, index = decoder.raw_decode(text, index)
+                item = _share_keys(item)
+                items.append(transform(item) if transform is not None else item)
+                index = _skip(text, index, ",")
+            value, index = items, index + 1
+        else:
+            value, index = decoder.raw_decode(text, index)
+        result[key] = value
+        index = _skip(text, index, ",")
+    return result
+
+
+def _skip(text: str, index: int, also: str = "") -> int:
+    while text[index] in " \t\r\n" or text[index] in also:
+        index += 1
+    return index
+
+
+def _share_keys(item: Any) -> Any:
+    if not isinstance(item, dict):
+        return item
+    metadata = item.get("metadata")
+    if isinstance(metadata, dict):
+        item["metadata"] = {sys.intern(k): v for k, v in metadata.items()}
+    return {sys.intern(k): v for k, v in item.items()}
 
 
 class WatchStream:

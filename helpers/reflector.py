@@ -54,7 +54,13 @@ from kubernetes.client.exceptions import ApiException
 from helpers.backoff import Backoff, RandomSource, wait_or_stop
 from helpers.clock import Clock
 from helpers.kube import explain, status_of
-from helpers.listwatch import EventStream, ListerWatcher, WatchDisconnected, WatchError
+from helpers.listwatch import (
+    EventStream,
+    ListerWatcher,
+    Transform,
+    WatchDisconnected,
+    WatchError,
+)
 
 log = logging.getLogger("helpers.reflector")
 
@@ -103,6 +109,7 @@ class Reflector:
         backoff: Backoff | None = None,
         clock: Clock | None = None,
         rng: RandomSource | None = None,
+        transform: Transform | None = None,
     ) -> None:
         if backoff is None:
             backoff = Backoff(clock=clock)
@@ -115,6 +122,9 @@ class Reflector:
         self._backoff = backoff
         self._clock: Clock = clock if clock is not None else backoff.clock
         self._rng: RandomSource = rng if rng is not None else random.Random()
+        # client-go TransformFunc: applied to each object as it arrives, before
+        # the sink sees it (list items while they are decoded).
+        self._transform = transform
 
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -282,7 +292,8 @@ class Reflector:
         """
         paginate = self._page_size > 0 and (resource_version in ("", "0") or self._paginated_result)
         limit = self._page_size if paginate else None
-        first = self._lw.list(resource_version=resource_version, limit=limit)
+        transform = self._transform
+        first = self._lw.list(resource_version=resource_version, limit=limit, transform=transform)
         items = _items_of(first)
         token = _continue_of(first)
         if resource_version == "0" and token:
@@ -291,7 +302,7 @@ class Reflector:
             if self._stop.is_set():
                 return None
             try:
-                page = self._lw.list(limit=limit, continue_token=token)
+                page = self._lw.list(limit=limit, continue_token=token, transform=transform)
             except ApiException as err:
                 if not is_expired(err):
                     raise
@@ -302,7 +313,7 @@ class Reflector:
                     self.name,
                     len(items),
                 )
-                whole = self._lw.list(resource_version=resource_version)
+                whole = self._lw.list(resource_version=resource_version, transform=transform)
                 return _items_of(whole), _resource_version_of(whole)
             items.extend(_items_of(page))
             token = _continue_of(page)
@@ -385,6 +396,8 @@ class Reflector:
         kind = event.get("type")
         obj = event.get("object") or {}
         resource_version = (obj.get("metadata") or {}).get("resourceVersion")
+        if self._transform is not None and kind in ("ADDED", "MODIFIED", "DELETED"):
+            obj = self._transform(obj)
         try:
             if kind == "ADDED":
                 self._sink.add(obj)

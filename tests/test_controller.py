@@ -126,8 +126,12 @@ class StaticSource:
         resource_version: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        transform: Any = None,
     ) -> dict[str, Any]:
-        return {"metadata": {"resourceVersion": "10"}, "items": copy.deepcopy(self.items)}
+        items = copy.deepcopy(self.items)
+        if transform is not None:
+            items = [transform(item) for item in items]
+        return {"metadata": {"resourceVersion": "10"}, "items": items}
 
     def watch(
         self,

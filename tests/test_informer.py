@@ -21,15 +21,13 @@ import kubernetes
 import pytest
 
 from helpers.backoff import Backoff
-from helpers.clock import FakeClock, RealClock
+from helpers.clock import FakeClock
 from helpers.cluster.info import describe
 from helpers.etcd import EtcdClient
 from helpers.informer import (
     HandlerRegistration,
     InformerStoppedError,
-    RealFIFO,
     SharedInformer,
-    strip_managed_fields,
     wait_for_cache_sync,
 )
 from helpers.lister import NotFoundError
@@ -697,17 +695,37 @@ def _quiet_kubernetes_client(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="helpers")
 
 
-def test_managed_fields_are_stripped_by_default_and_kept_on_request() -> None:
-    """client-go TransformStripManagedFields: the cache and handlers see the smaller object."""
-
-    def obj() -> dict:
-        return {"metadata": {"name": "a", "managedFields": [{"manager": "kubectl"}]}}
-
-    stripping, keeping = RealFIFO(strip_managed_fields), RealFIFO()
-    stripping.add(obj())
-    stripping.replace([obj()], "7")
-    keeping.add(obj())
-    clock = RealClock()
-    assert "managedFields" not in stripping.pop(clock).obj["metadata"]
-    assert "managedFields" not in stripping.pop(clock).obj[0]["metadata"]
-    assert keeping.pop(clock).obj["metadata"]["managedFields"] == [{"manager": "kubectl"}]
+@pytest.mark.cluster
+def test_managed_fields_are_stripped_by_default_and_kept_on_request(
+    api: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    """client-go TransformStripManagedFields: cache and handlers see the smaller object."""
+    core = kubernetes.client.CoreV1Api(api)
+    core.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "listed"}, "data": {"k": "v"}}
+    )
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    stripped = SharedInformer(ListWatch(api, path), name="stripped")
+    whole = SharedInformer(ListWatch(api, path), name="whole", transform=None)
+    seen: dict[str, list[dict]] = {"stripped": [], "whole": []}
+    for informer in (stripped, whole):
+        informer.add_event_handler(on_add=lambda obj, _, n=informer.name: seen[n].append(obj))
+        informer.start()
+    try:
+        assert wait_for_cache_sync(stripped, whole, timeout=30)
+        core.create_namespaced_config_map(
+            namespace, {"metadata": {"name": "watched"}, "data": {"k": "v"}}
+        )
+        for informer in (stripped, whole):
+            assert informer.reflector.wait_for(
+                lambda r, i=informer: i.indexer.get_by_key(f"{namespace}/watched") is not None, 30
+            )
+        for name in ("listed", "watched"):
+            key = f"{namespace}/{name}"
+            assert "managedFields" not in stripped.indexer.get_by_key(key)["metadata"]
+            assert whole.indexer.get_by_key(key)["metadata"]["managedFields"]
+    finally:
+        for informer in (stripped, whole):
+            informer.stop()
+            assert informer.join(10)
+    assert all("managedFields" not in obj["metadata"] for obj in seen["stripped"])

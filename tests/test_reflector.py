@@ -35,6 +35,7 @@ from helpers.listwatch import (
     WatchDisconnected,
     WatchError,
     WatchExpired,
+    decode_list,
     error_from_status,
 )
 from helpers.reflector import (
@@ -226,6 +227,15 @@ class FakeSource:
         resource_version: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        transform: Any = None,
+    ) -> dict[str, Any]:
+        result = self._list(resource_version, limit, continue_token)
+        if transform is not None and isinstance(result, dict):
+            result = {**result, "items": [transform(i) for i in result.get("items") or []]}
+        return result
+
+    def _list(
+        self, resource_version: str | None, limit: int | None, continue_token: str | None
     ) -> dict[str, Any]:
         call = ListCall(resource_version, limit, continue_token)
         with self._cond:
@@ -986,9 +996,10 @@ class CompactingListWatch(ListWatch):
         resource_version: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        transform: Any = None,
     ) -> dict[str, Any]:
         self.calls.append(ListCall(resource_version, limit, continue_token))
-        result = super().list(resource_version, limit, continue_token)
+        result = super().list(resource_version, limit, continue_token, transform)
         if len(self.calls) == 1:
             self.after_first_page()
         return result
@@ -1046,3 +1057,30 @@ def _event(namespace: str, name: str) -> dict[str, Any]:
         "message": name,
         "type": "Normal",
     }
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        '{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}',
+        '{"kind": "List", "items": [ {"metadata": {"name": "a", "managedFields": [1]}},\n'
+        ' {"metadata": {"name": "b"}, "data": {"x": "[]{},"}} ], "metadata": {"continue": "t"}}',
+        '{"items":[{"metadata":{"name":"a"},"spec":{"list":[1,2,{"y":[]}]}}]}',
+    ],
+)
+def test_decode_list_matches_json_loads_and_transforms_each_item(document: str) -> None:
+    """decode_list reads what json.loads reads; the transform sees every item once."""
+    assert decode_list(document.encode()) == json.loads(document)
+    seen = []
+
+    def transform(item: dict) -> dict:
+        seen.append(item["metadata"]["name"])
+        item["metadata"].pop("managedFields", None)
+        return item
+
+    decoded = decode_list(document.encode(), transform)
+    expected = json.loads(document)
+    for item in expected.get("items", []):
+        item["metadata"].pop("managedFields", None)
+    assert decoded == expected
+    assert seen == [item["metadata"]["name"] for item in expected.get("items", [])]
