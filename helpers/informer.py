@@ -47,7 +47,9 @@ How this differs from client-go:
   default (``HandleCrash``).
 * ``wait_for_cache_sync`` blocks on a Condition that the informer notifies;
   client-go's ``WaitForCacheSync`` polls ``HasSynced`` every 100 ms.
-* No transforms, no cache mutation detector, no watch-error handler hook.
+* ``transform`` defaults to stripping managedFields (client-go's default is
+  no transform) and runs while a LIST is decoded, not after.
+* No cache mutation detector, no watch-error handler hook.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ The thread is owned by the reflector: ``start()`` creates it (named
 the open watch so a blocked read returns at once, ``join()`` waits for it.
 
 What we left out of client-go's reflector: WatchList streaming
-(``sendInitialEvents``), resync (the informer does that), transforms, retrying
+(``sendInitialEvents``), resync (the informer does that), retrying
 internal errors within a deadline, expected-type checks, and the subtleties of
 starting a watch at resourceVersion "0".
 """
