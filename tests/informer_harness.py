@@ -59,6 +59,11 @@ class Recorder:
         with self._changed:
             return self._changed.wait_for(lambda: self.live == expected, timeout)
 
+    def wait_until_seen(self, key: str, timeout: float) -> bool:
+        """Block until ``key`` is in the recorded view."""
+        with self._changed:
+            return self._changed.wait_for(lambda: key in self.live, timeout)
+
 
 def cache_view(indexer: Any) -> dict[str, str]:
     return {meta_namespace_key(obj): obj["metadata"]["resourceVersion"] for obj in indexer.list()}

@@ -181,6 +181,11 @@ def test_api_server_killed_and_restarted(api: kubernetes.client.ApiClient, names
         cluster.start_component("kube-apiserver")
         wait_until_api_answers(cluster)
         cluster.revive()  # like a kubelet, restart any component that gave up meanwhile
+        # The informer is still backing off; once it sees a new object it has
+        # re-listed or re-watched, and from then on it misses nothing.
+        marker = churn.body("after-restart")
+        churn.create(namespace, marker)
+        assert recorder.wait_until_seen(f"{namespace}/after-restart", CONVERGE_SECONDS)
         churn.run(50)
         assert_converged(informer, recorder, churn, set(churn.deleted))
     finally:
