@@ -6,8 +6,9 @@ from __future__ import annotations
 import kubernetes
 import pytest
 
-from helpers.exercises import ch00
+from helpers.exercises import ch00, ch01
 from notebooks.solutions import ch00 as solutions00
+from notebooks.solutions import ch01 as solutions01
 
 pytestmark = pytest.mark.cluster
 
@@ -41,3 +42,29 @@ def test_ch00_exercise_3(api: kubernetes.client.ApiClient, namespace: str) -> No
     )  # fmt: skip
     verdict = ch00.check_3(api, namespace)
     assert verdict.state == "wrong" and "replicas" in verdict.detail
+
+
+def test_ch01_exercise_1(api: kubernetes.client.ApiClient, namespace: str) -> None:
+    assert ch01.check_1(None, api, namespace).state == "not attempted yet"
+
+    def only_additions(api, path, resource_version, timeout_seconds):  # type: ignore[no-untyped-def]
+        for kind, name in solutions01.watch_from(api, path, resource_version, timeout_seconds):
+            if kind == "ADDED":
+                yield kind, name
+
+    verdict = ch01.check_1(only_additions, api, namespace)
+    assert verdict.state == "wrong" and "exercise-w" in verdict.detail
+    assert ch01.check_1(solutions01.watch_from, api, namespace).correct
+
+
+def test_ch01_exercise_2(api: kubernetes.client.ApiClient, namespace: str) -> None:
+    assert ch01.check_2(None, api, namespace).state == "not attempted yet"
+    verdict = ch01.check_2((410, "Gone"), api, namespace)
+    assert verdict.state == "wrong" and "reason" in verdict.detail
+    assert ch01.check_2(solutions01.answer_2, api, namespace).correct
+
+
+def test_ch01_exercise_3(api: kubernetes.client.ApiClient, namespace: str) -> None:
+    assert ch01.check_3(None, api, namespace).state == "not attempted yet"
+    assert ch01.check_3(3, api, namespace).state == "wrong"
+    assert ch01.check_3(solutions01.answer_3, api, namespace).correct
