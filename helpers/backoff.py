@@ -21,7 +21,7 @@ the *last backoff*, i.e. after a calm spell, which is what the reset is meant to
 detect.
 
 Waiting goes through a :class:`helpers.clock.Clock`, so tests step a
-``FakeClock`` instead of sleeping, and through the stop ``threading.Event`` of
+``FakeClock`` instead of sleeping, and through the :class:`~helpers.clock.StopEvent` of
 the thread that waits, so a stop interrupts a 30 s wait at once.
 """
 
@@ -31,7 +31,7 @@ import random
 import threading
 from typing import Protocol
 
-from helpers.clock import Clock, RealClock
+from helpers.clock import Clock, RealClock, StopEvent
 
 DEFAULT_INITIAL = 0.8
 DEFAULT_FACTOR = 2.0
@@ -108,34 +108,18 @@ class Backoff:
             self._base = min(self.initial, self.cap)
             self._last_backoff = None
 
-    def wait(self, stop: threading.Event) -> bool:
+    def wait(self, stop: StopEvent) -> bool:
         """Wait the next delay, or less if ``stop`` is set. False means: stopped, give up."""
         delay = self.next_delay()
         return not wait_or_stop(stop, delay, self._clock)
 
 
-def event_condition(event: threading.Event) -> threading.Condition:
-    """The ``Condition`` inside a ``threading.Event``, which ``set()`` notifies.
-
-    Why reach inside: ``Event.wait(timeout)`` waits in real time and for the
-    flag only. Waiting on the Event's own Condition lets a FakeClock wake the
-    waiter too (tests step time instead of sleeping), and lets other parties
-    wake it by notifying the same Condition (``wait_for_cache_sync`` waits for
-    "every cache synced, or stop" that way). CPython's Event has been a flag
-    plus ``_cond`` since Python 2; if that ever changes, this fails loudly.
-    """
-    cond = getattr(event, "_cond", None)
-    if not isinstance(cond, threading.Condition):
-        raise TypeError(f"expected a threading.Event, got {type(event).__name__}")
-    return cond
-
-
-def wait_or_stop(stop: threading.Event, seconds: float, clock: Clock) -> bool:
+def wait_or_stop(stop: StopEvent, seconds: float, clock: Clock) -> bool:
     """Wait ``seconds`` of ``clock`` time or until ``stop`` is set; True if stopped."""
     if stop.is_set():
         return True
     if seconds <= 0:
         return False
-    cond = event_condition(stop)
+    cond = stop.condition
     with cond:
         return clock.wait_until(cond, stop.is_set, clock.now() + seconds)

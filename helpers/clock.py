@@ -180,3 +180,31 @@ class FakeClock:
         """Record a change in the set of waiters (caller holds ``self._lock``)."""
         self._generation += 1
         self._changed.notify_all()
+
+
+class StopEvent:
+    """A one-way stop flag whose Condition is public (client-go: a ``stopCh``/``ctx.Done()``).
+
+    Why not ``threading.Event``: its Condition is private, so a thread cannot
+    wait for "stopped, or something else" (a deadline on a FakeClock, every
+    cache synced) on one Condition. Here ``set()`` notifies ``condition``, and
+    anyone may wait on it with their own predicate. The rest is Event's API.
+    """
+
+    def __init__(self) -> None:
+        self.condition = threading.Condition()
+        self._set = False
+
+    def set(self) -> None:
+        with self.condition:
+            self._set = True
+            self.condition.notify_all()
+
+    def is_set(self) -> bool:
+        with self.condition:
+            return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until set (or ``timeout`` seconds); True if set."""
+        with self.condition:
+            return self.condition.wait_for(lambda: self._set, timeout)

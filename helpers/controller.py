@@ -57,7 +57,7 @@ from typing import Any, Protocol
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from helpers.clock import Clock
+from helpers.clock import Clock, StopEvent
 from helpers.events import NORMAL, WARNING, EventRecorder
 from helpers.informer import SharedInformer, wait_for_cache_sync
 from helpers.kube import explain
@@ -205,7 +205,7 @@ class FooController:
 
     # --- running ----------------------------------------------------------------------------
 
-    def run(self, workers: int, stop: threading.Event) -> None:
+    def run(self, workers: int, stop: StopEvent) -> None:
         """Wait for both caches, run ``workers`` worker threads until ``stop`` is set, join them.
 
         sample-controller ``Run``. The informers must have been started. Workers
@@ -235,7 +235,7 @@ class FooController:
             for thread in self.worker_threads:
                 thread.join()
 
-    def run_worker(self, stop: threading.Event) -> None:
+    def run_worker(self, stop: StopEvent) -> None:
         """Sync keys until the queue shuts down or ``stop`` is set (``runWorker``)."""
         while not stop.is_set() and self.process_next_work_item():
             pass
@@ -513,7 +513,7 @@ def _json(response: Any) -> dict[str, Any]:
 # --- main.go --------------------------------------------------------------------------------------
 
 
-def run_controller(controller: FooController, workers: int, stop: threading.Event) -> None:
+def run_controller(controller: FooController, workers: int, stop: StopEvent) -> None:
     """Start the informers, run the controller until ``stop``, stop the informers and join them.
 
     The tail of sample-controller's ``main.go`` (which runs 2 workers). The

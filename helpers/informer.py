@@ -62,8 +62,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from helpers.backoff import Backoff, event_condition
-from helpers.clock import Clock, RealClock
+from helpers.backoff import Backoff
+from helpers.clock import Clock, RealClock, StopEvent
 from helpers.lister import Lister
 from helpers.listwatch import ListerWatcher, Transform
 from helpers.reflector import Reflector
@@ -811,19 +811,19 @@ Syncable = SharedInformer | HandlerRegistration | SyncSignal | Callable[[], bool
 
 
 def wait_for_cache_sync(
-    *has_synced: Syncable, timeout: float | None, stop: threading.Event | None = None
+    *has_synced: Syncable, timeout: float | None, stop: StopEvent | None = None
 ) -> bool:
     """Block until every informer/registration has synced; False on timeout or stop.
 
     Pass informers, handler registrations, or their ``has_synced`` methods.
-    Nothing polls: each one notifies the Condition inside ``stop`` when it syncs
+    Nothing polls: each one notifies ``stop.condition`` when it syncs
     (or is stopped before syncing, which ends the wait early). client-go's
     ``WaitForCacheSync`` polls every 100 ms instead; its newer ``WaitFor`` waits
     on ``Done()`` channels, which is what this mirrors.
     """
     signals = [_signal_of(item) for item in has_synced]
-    stop = stop if stop is not None else threading.Event()
-    cond = event_condition(stop)
+    stop = stop if stop is not None else StopEvent()
+    cond = stop.condition
 
     def finished() -> bool:
         if stop.is_set():

@@ -52,7 +52,7 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from helpers.backoff import Backoff, RandomSource, wait_or_stop
-from helpers.clock import Clock
+from helpers.clock import Clock, StopEvent
 from helpers.kube import explain, status_of
 from helpers.listwatch import (
     EventStream,
@@ -126,7 +126,7 @@ class Reflector:
         # the sink sees it (list items while they are decoded).
         self._transform = transform
 
-        self._stop = threading.Event()
+        self._stop = StopEvent()
         self._thread: threading.Thread | None = None
         # Guards the state below and is notified whenever it changes (wait_for).
         self._changed = threading.Condition()

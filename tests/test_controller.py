@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from helpers.clock import FakeClock
+from helpers.clock import FakeClock, StopEvent
 from helpers.controller import (
     ERR_RESOURCE_EXISTS,
     MESSAGE_RESOURCE_SYNCED,
@@ -635,7 +635,7 @@ def test_default_queue_uses_sample_controllers_limiter(f: Fixture) -> None:
 def test_run_fails_when_caches_never_sync(f: Fixture) -> None:
     """Informers not started and stop already set: Run gives up at once, queue shut down."""
     controller = f.new_controller()
-    stop = threading.Event()
+    stop = StopEvent()
     stop.set()
 
     with pytest.raises(CacheSyncError, match="failed to wait for caches to sync"):
@@ -654,7 +654,7 @@ def test_run_syncs_with_named_workers_and_joins_them(f: Fixture) -> None:
         SharedInformer(StaticSource(), name="deployments"),
     )
     f.controllers.append(controller)
-    stop = threading.Event()
+    stop = StopEvent()
     errors: list[BaseException] = []
 
     def run() -> None:

@@ -22,6 +22,7 @@ import kubernetes
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from helpers.clock import StopEvent
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, FooController, run_controller
 from helpers.waiting import Objects, wait_for
 
@@ -45,7 +46,7 @@ def controller_running(api: kubernetes.client.ApiClient, namespace: str) -> Iter
     handler (and make the test take 30 s instead of failing).
     """
     controller = FooController.new(api, namespace=namespace, resync_period=0)
-    stop = threading.Event()
+    stop = StopEvent()
     errors: list[BaseException] = []
 
     def main() -> None:

@@ -21,7 +21,7 @@ import kubernetes
 import pytest
 
 from helpers.backoff import Backoff
-from helpers.clock import FakeClock
+from helpers.clock import FakeClock, StopEvent
 from helpers.cluster.info import describe
 from helpers.etcd import EtcdClient
 from helpers.informer import (
@@ -432,7 +432,7 @@ def test_wait_for_cache_sync_false_on_timeout_and_on_stop() -> None:
         informer.start()
         assert not wait_for_cache_sync(informer, timeout=0.05)
 
-        stop = threading.Event()
+        stop = StopEvent()
         result: list[bool] = []
         waiter = threading.Thread(
             target=lambda: result.append(wait_for_cache_sync(informer, timeout=GUARD, stop=stop)),
