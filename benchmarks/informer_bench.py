@@ -173,7 +173,7 @@ def measure_events(impl: str, namespace: str, since: str, events: int) -> dict[s
     started = time.perf_counter()
     if impl == "ours":
         from helpers.informer import SharedInformer
-        from helpers.listwatch import ListWatch
+        from helpers.listwatch import ListWatch, decode_list
 
         class ListFromThen(ListWatch):
             """Lists the collection as it was at ``since``, so the watch replays what followed."""
@@ -182,7 +182,7 @@ def measure_events(impl: str, namespace: str, since: str, events: int) -> dict[s
                 query = [("resourceVersion", since), ("resourceVersionMatch", "Exact")]
                 response = self._get(query, (self.connect_timeout, self.list_read_timeout))
                 try:
-                    return json.loads(response.data)
+                    return decode_list(response.data)
                 finally:
                     response.release_conn()
 

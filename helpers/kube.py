@@ -80,16 +80,10 @@ def describe_context(path: Path, context: str | None) -> tuple[str, str]:
             "start the course's cluster with `make up`, or set KUBECONFIG to your cluster's "
             "kubeconfig.",
         )
-    _check_is_kubeconfig(path)
-    try:
-        contexts, active = kubernetes.config.list_kube_config_contexts(config_file=str(path))
-    except Exception as exc:
-        raise CourseError(
-            f"The kubeconfig at {path} cannot be read: {exc}",
-            "fix the file, or run `make up` to write a fresh one for the course's cluster.",
-        ) from exc
-    names = [entry["name"] for entry in contexts]
-    chosen = context or (active or {}).get("name")
+    document = _load_kubeconfig(path)
+    contexts = [entry for entry in document["contexts"] if isinstance(entry, dict)]
+    names = [str(entry.get("name")) for entry in contexts]
+    chosen = context or document.get("current-context") or None
     if chosen is None:
         raise CourseError(
             f"The kubeconfig at {path} has no current context.",
@@ -100,14 +94,16 @@ def describe_context(path: Path, context: str | None) -> tuple[str, str]:
             f"The kubeconfig at {path} has no context named '{chosen}'.",
             f"use one of: {', '.join(names) or '(none)'}.",
         )
-    entry = next(entry for entry in contexts if entry["name"] == chosen)
-    cluster_name = entry.get("context", {}).get("cluster")
-    server = _server_of(path, cluster_name)
-    return chosen, server
+    entry = next(entry for entry in contexts if entry.get("name") == chosen)
+    cluster_name = (entry.get("context") or {}).get("cluster")
+    for cluster in document.get("clusters") or []:
+        if isinstance(cluster, dict) and cluster.get("name") == cluster_name:
+            return chosen, (cluster.get("cluster") or {}).get("server", "(no server)")
+    return chosen, "(no server)"
 
 
-def _check_is_kubeconfig(path: Path) -> None:
-    """Say in one line why a file is not a kubeconfig, before the loader says it in twenty."""
+def _load_kubeconfig(path: Path) -> dict[str, Any]:
+    """The kubeconfig as a dict, or one line saying why the file is not a kubeconfig."""
     try:
         document = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
@@ -123,14 +119,7 @@ def _check_is_kubeconfig(path: Path) -> None:
             f"The kubeconfig at {path} cannot be read: it defines no contexts.",
             "fix the file, or run `make up` to write a fresh one for the course's cluster.",
         )
-
-
-def _server_of(path: Path, cluster_name: str | None) -> str:
-    document = yaml.safe_load(path.read_text()) or {}
-    for cluster in document.get("clusters") or []:
-        if cluster.get("name") == cluster_name:
-            return (cluster.get("cluster") or {}).get("server", "(no server)")
-    return "(no server)"
+    return document
 
 
 def probe(

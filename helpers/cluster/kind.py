@@ -68,20 +68,21 @@ class KindCluster:
                 "or use `python -m helpers.cluster up --backend local` (needs Go).",
             )
         self.home.cluster_dir(self.name).mkdir(parents=True, exist_ok=True)
-        if self.name in self._existing():
-            problem = self._health_problem()
+        running = self.name in self._existing()
+        if running:
+            problem = self._health_problem()  # also refreshes our copy of its kubeconfig
             if problem is None:
                 print(f"==> kind cluster '{self.name}' is already running; nothing to start.")
             else:
                 print(f"==> kind cluster '{self.name}' is broken ({problem}); recreating it.")
                 self._kind("delete", "cluster", "--name", self.name)
-        if self.name not in self._existing():
+                running = False
+        if not running:
             with step(f"creating kind cluster '{self.name}' (the first time pulls the node image)"):
                 self._kind(
                     "create", "cluster", "--name", self.name, "--config", str(KIND_CONFIG),
                     "--kubeconfig", str(self.kubeconfig), "--wait", f"{SETUP_TIMEOUT_SECONDS}s",
                 )  # fmt: skip
-        self._export_kubeconfig()
         api = kube.connect(self.kubeconfig, self.context)
         with step("installing the Foo CRD"):
             bootstrap.install_foo_crd(api, SETUP_TIMEOUT_SECONDS)
@@ -103,7 +104,7 @@ class KindCluster:
         return result.stdout.split()
 
     def _health_problem(self) -> str | None:
-        self._export_kubeconfig()
+        self._export_kubeconfig()  # its address may have changed since we last wrote it
         try:
             kube.connect(self.kubeconfig, self.context, probe_timeout=5)
         except CourseError as exc:

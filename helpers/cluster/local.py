@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -68,14 +69,17 @@ class LocalCluster:
     @property
     def etcd_url(self) -> str | None:
         """Where etcd listens (plain HTTP on loopback), from kwokctl's saved configuration."""
+        port = (self._saved_configuration().get("options") or {}).get("etcdPort")
+        return f"http://127.0.0.1:{port}" if port else None
+
+    def _saved_configuration(self) -> dict[str, Any]:
+        """The KwokctlConfiguration kwokctl saved in kwok.yaml ({} before the cluster exists)."""
         saved = self.kwok_dir / "kwok.yaml"
-        if not saved.exists():
-            return None
-        for document in yaml.safe_load_all(saved.read_text()):
-            if document and document.get("kind") == "KwokctlConfiguration":
-                port = (document.get("options") or {}).get("etcdPort")
-                return f"http://127.0.0.1:{port}" if port else None
-        return None
+        if saved.exists():
+            for document in yaml.safe_load_all(saved.read_text()):
+                if document and document.get("kind") == "KwokctlConfiguration":
+                    return document
+        return {}
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -202,12 +206,9 @@ class LocalCluster:
         return dead
 
     def _component_definition(self, component: str) -> dict[str, Any]:
-        saved = self.kwok_dir / "kwok.yaml"
-        for document in yaml.safe_load_all(saved.read_text()):
-            if document and document.get("kind") == "KwokctlConfiguration":
-                for definition in document.get("components") or []:
-                    if definition.get("name") == component:
-                        return definition
+        for definition in self._saved_configuration().get("components") or []:
+            if definition.get("name") == component:
+                return definition
         raise CourseError(
             f"kwokctl's configuration has no component '{component}'.",
             "recreate the cluster with `python -m helpers.cluster down` and `up`.",
@@ -317,7 +318,5 @@ def terminate(pid: int, grace: float = 10.0) -> None:
 
 
 def _remove_tree(path: Path) -> None:
-    import shutil
-
     if path.exists():
         shutil.rmtree(path, ignore_errors=True)
