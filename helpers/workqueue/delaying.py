@@ -143,4 +143,5 @@ class DelayingQueue(Queue[T]):
             self._wake.notify_all()
         if self._loop_thread is not threading.current_thread():
             self._loop_thread.join()
-        super()._stop_background()
+        # super() names its class: this method is written in its own notebook cell.
+        super(DelayingQueue, self)._stop_background()
