@@ -233,9 +233,7 @@ def format_python(text: str, filename: str) -> str:
     return result.stdout
 
 
-def exported_modules(
-    notebooks_dir: Path = NOTEBOOKS, only: Path | None = None
-) -> dict[str, str]:
+def exported_modules(notebooks_dir: Path = NOTEBOOKS, only: Path | None = None) -> dict[str, str]:
     """Every module the chapters export (or only those of notebook ``only``): path -> text."""
     targets = cells_by_target(list(notebooks_dir.glob("*.ipynb")))
     return {

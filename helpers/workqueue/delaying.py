@@ -143,5 +143,6 @@ class DelayingQueue(Queue[T]):
             self._wake.notify_all()
         if self._loop_thread is not threading.current_thread():
             self._loop_thread.join()
-        # super() names its class: this method is written in its own notebook cell.
-        super(DelayingQueue, self)._stop_background()
+        # super() names its class: the chapter writes this method in a cell of its own,
+        # outside the class body, where a bare super() cannot tell which class it is in.
+        super(DelayingQueue, self)._stop_background()  # noqa: UP008
