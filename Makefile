@@ -3,14 +3,14 @@
 #   make course   set up Python, start a cluster, open the course in JupyterLab
 #   make test     set up Python, start the local control plane, run every test and notebook
 #
-# Smaller steps: make setup | up | lab | status | down | lint
+# Smaller steps: make setup | up | lab | status | down | lint | export
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: course test setup up lab status down lint
+.PHONY: course test setup up lab status down lint export
 
 course: up lab
 
@@ -46,3 +46,7 @@ down: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# The chapters write helpers/: after editing a `#| export` cell, regenerate the modules.
+export: setup
+	$(PY) -m helpers.export
