@@ -1,3 +1,6 @@
+# Generated from notebooks/01_list_and_watch.ipynb by `python -m helpers.export`: edit the chapter's
+# `#| export` cells, not this file (tests/test_export.py fails when they disagree).
+
 """LIST and WATCH one collection, as raw JSON.
 
 client-go counterpart: ``tools/cache/listwatch.go`` (``ListWatch``,
