@@ -1,0 +1,63 @@
+"""The rules every chapter keeps, checked on the notebooks' files.
+
+nbval checks that each chapter's outputs are real; these check the promises
+around that: few cells with ignored output, each of them asserting what
+matters; exercises with checks; outputs stored from a run; an own namespace
+that the chapter deletes again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+IGNORE_MARKERS = ("# NBVAL_IGNORE_OUTPUT", "# NBVAL_SKIP", "# NBVAL_RAISES_EXCEPTION")
+
+
+def _code_cells(path: Path) -> list[str]:
+    cells = json.loads(path.read_text())["cells"]
+    return ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+
+
+def _outputs(path: Path) -> list[list[dict]]:
+    cells = json.loads(path.read_text())["cells"]
+    return [cell.get("outputs", []) for cell in cells if cell["cell_type"] == "code"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_ignored_cells_are_few_and_assert(path: Path) -> None:
+    code = _code_cells(path)
+    ignored = [source for source in code if source.lstrip().startswith(IGNORE_MARKERS)]
+    assert len(ignored) * 4 < len(code), f"{len(ignored)} of {len(code)} code cells ignored"
+    for source in ignored:
+        assert not source.lstrip().startswith("# NBVAL_SKIP"), "a skipped cell tests nothing"
+        assert "assert " in source, f"an ignored cell must assert what matters:\n{source}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_outputs_are_stored_from_a_run(path: Path) -> None:
+    """Every code cell was executed, in order, and no stored output is an error."""
+    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    counts = [cell["execution_count"] for cell in cells]
+    assert counts == list(range(1, len(cells) + 1)), "re-execute the chapter top to bottom"
+    for outputs in _outputs(path):
+        assert all(output["output_type"] != "error" for output in outputs)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_chapter_has_exercises_with_checks(path: Path) -> None:
+    chapter = path.name[:2]
+    checks = [s for s in _code_cells(path) if re.search(rf"\bch{chapter}\.check_\d", s)]
+    assert 2 <= len(checks) <= 4, f"{len(checks)} exercise checks"
+    assert (path.parent / "solutions" / f"ch{chapter}.py").exists()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_chapter_works_in_its_own_namespace_and_deletes_it(path: Path) -> None:
+    code = _code_cells(path)
+    assert any("fresh_namespace(" in source for source in code[:8]), "namespace near the top"
+    assert any("delete_namespace(" in source for source in code[-2:]), "cleanup at the end"
