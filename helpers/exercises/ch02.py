@@ -1,0 +1,373 @@
+"""Checks for chapter 02's exercises (the reflector and its store).
+
+Exercise 1 compares the learner's key function with the store's, on namespaced
+and cluster-scoped objects. Exercise 2 runs the course's reflector against a
+scripted source and compares the versions it watched from with the learner's
+answer. Exercise 3 compares a backoff schedule with :class:`helpers.backoff.Backoff`.
+Exercise 4 runs the learner's list-and-watch loop in a thread against the real
+cluster and makes its version expire (etcd compaction of PodTemplates, which
+have no watch cache on the course's clusters).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import kubernetes
+
+from ..backoff import Backoff
+from ..clock import FakeClock
+from ..cluster.info import describe
+from ..etcd import EtcdClient
+from ..listwatch import ListWatch, WatchStream
+from ..reflector import Reflector
+from ..store import Indexer, meta_namespace_key
+from . import Verdict, correct, not_attempted, wrong
+
+# --- exercise 1: keys -------------------------------------------------------------------------
+
+
+def _obj(kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+    metadata = {"name": name} if namespace is None else {"namespace": namespace, "name": name}
+    return {"kind": kind, "metadata": metadata}
+
+
+_KEY_CASES: list[tuple[str, dict[str, Any]]] = [
+    ("a ConfigMap in namespace shop", _obj("ConfigMap", "apple", "shop")),
+    ("a Node", _obj("Node", "kwok-node-0")),
+    ("a Namespace", _obj("Namespace", "shop")),
+    ("a ClusterRole with an empty namespace", _obj("ClusterRole", "view", "")),
+    ("a Pod in kube-system", _obj("Pod", "etcd", "kube-system")),
+]
+
+
+def check_1(key_of: Callable[[dict[str, Any]], str] | None) -> Verdict:
+    """``key_of(obj)`` gives the store's key: ``namespace/name``, or ``name`` if cluster-scoped."""
+    if key_of is None:
+        return not_attempted("1", "set key_of to your function")
+    for description, obj in _KEY_CASES:
+        expected = meta_namespace_key(obj)
+        try:
+            got = key_of(copy.deepcopy(obj))
+        except Exception as exc:  # reported to the learner, not swallowed
+            return wrong("1", f"for {description} it raised {type(exc).__name__}: {exc}")
+        if got != expected:
+            return wrong("1", f"for {description} it gave {got!r}; the store's key is {expected!r}")
+    return correct("1", f"{len(_KEY_CASES)} objects, namespaced and cluster-scoped")
+
+
+# --- exercise 2: which version does the reflector watch from? ----------------------------------
+
+
+class _ScriptDone(Exception):
+    """Ends the scripted round once the second watch has been asked for."""
+
+
+class _ScriptedStream:
+    """A finished watch: the scripted events, then a normal close."""
+
+    def __init__(self, events: list[dict[str, Any]]) -> None:
+        self._events = iter(copy.deepcopy(events))
+
+    def __iter__(self) -> _ScriptedStream:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        return next(self._events)
+
+    def close(self) -> None:
+        pass
+
+
+def _config_map(name: str, version: str) -> dict[str, Any]:
+    return {"metadata": {"namespace": "shop", "name": name, "resourceVersion": version}}
+
+
+SCRIPT_LIST = {
+    "kind": "ConfigMapList",
+    "apiVersion": "v1",
+    "metadata": {"resourceVersion": "120"},
+    "items": [_config_map("apple", "101"), _config_map("banana", "115")],
+}
+SCRIPT_WATCH = [
+    {"type": "MODIFIED", "object": _config_map("apple", "130")},
+    {"type": "BOOKMARK", "object": {"kind": "ConfigMap", "metadata": {"resourceVersion": "150"}}},
+]
+
+
+class _ScriptedSource:
+    """A ListerWatcher that plays exercise 2's script and records where each watch starts."""
+
+    def __init__(self) -> None:
+        self.watched_from: list[str] = []
+
+    def list(
+        self,
+        resource_version: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        transform: Any = None,
+    ) -> dict[str, Any]:
+        return copy.deepcopy(SCRIPT_LIST)
+
+    def watch(
+        self,
+        resource_version: str,
+        timeout_seconds: int,
+        allow_bookmarks: bool = True,
+        read_timeout: float | None = None,
+    ) -> _ScriptedStream:
+        self.watched_from.append(resource_version)
+        if len(self.watched_from) == 2:
+            raise _ScriptDone
+        return _ScriptedStream(SCRIPT_WATCH)
+
+
+def scripted_watch_versions() -> list[str]:
+    """Run the course's reflector on exercise 2's script: the versions of its two watches."""
+    source = _ScriptedSource()
+    reflector = Reflector(source, Indexer(), name="exercise-2")
+    with contextlib.suppress(_ScriptDone):
+        reflector.list_and_watch()
+    return source.watched_from
+
+
+def check_2(answer: tuple[str, str] | None) -> Verdict:
+    """``(first, second)``: the resourceVersions of the reflector's first two watches."""
+    if answer is None:
+        return not_attempted("2", "set answer_2 to a tuple of two versions, such as ('101', '130')")
+    try:
+        first, second = (str(version) for version in answer)
+    except (TypeError, ValueError):
+        return wrong("2", f"{answer!r} is not a tuple of two versions")
+    expected_first, expected_second = scripted_watch_versions()
+    if first != expected_first:
+        return wrong(
+            "2",
+            f"the first watch does not start at {first}: which version names the moment the "
+            "whole list shows, not just one item?",
+        )
+    if second != expected_second:
+        return wrong(
+            "2",
+            f"the second watch does not start at {second}: every event moves the reflector's "
+            "version forward, bookmarks too",
+        )
+    return correct("2", f"from the list's {first}, then from the bookmark's {second}")
+
+
+# --- exercise 3: a backoff schedule -----------------------------------------------------------
+
+_SCHEDULE_CASES = [
+    (0.8, 2.0, 30.0, 8),
+    (0.5, 3.0, 10.0, 6),
+    (5.0, 2.0, 3.0, 3),
+    (1.0, 1.0, 10.0, 3),
+]
+
+
+def backoff_schedule(initial: float, factor: float, cap: float, n: int) -> list[float]:
+    """The first ``n`` delays of :class:`Backoff` without jitter (on a clock that never moves)."""
+    backoff = Backoff(initial=initial, factor=factor, jitter=0.0, cap=cap, clock=FakeClock())
+    return [backoff.next_delay() for _ in range(n)]
+
+
+def check_3(schedule: Callable[[float, float, float, int], Iterable[float]] | None) -> Verdict:
+    """``schedule(initial, factor, cap, n)`` lists the first n un-jittered delays."""
+    if schedule is None:
+        return not_attempted("3", "set schedule to your function")
+    for initial, factor, cap, n in _SCHEDULE_CASES:
+        call = f"schedule({initial}, {factor}, {cap}, {n})"
+        expected = backoff_schedule(initial, factor, cap, n)
+        try:
+            got = [float(delay) for delay in schedule(initial, factor, cap, n)]
+        except Exception as exc:
+            return wrong("3", f"{call} raised {type(exc).__name__}: {exc}")
+        if len(got) != len(expected) or not all(map(math.isclose, got, expected)):
+            return wrong("3", f"{call} gave {got}; Backoff hands out {expected}")
+    return correct("3", f"{len(_SCHEDULE_CASES)} settings, the cap included")
+
+
+# --- exercise 4: recover from a 410 -------------------------------------------------------------
+
+GUARD = 10.0
+"""Real seconds the check waits for each step before it declares the loop wrong."""
+
+
+class _Observed:
+    """One Condition that the store, the source and the learner's thread all notify."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+
+    def notify(self) -> None:
+        with self.changed:
+            self.changed.notify_all()
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = GUARD) -> bool:
+        with self.changed:
+            return self.changed.wait_for(predicate, timeout)
+
+
+class _ObservedStore(Indexer):
+    """The course's store, notifying on every write, so that the check waits without polling."""
+
+    def __init__(self, observed: _Observed) -> None:
+        super().__init__()
+        self._observed = observed
+
+    def add(self, obj: Any) -> None:
+        super().add(obj)
+        self._observed.notify()
+
+    def update(self, obj: Any) -> None:
+        super().update(obj)
+        self._observed.notify()
+
+    def delete(self, obj: Any) -> None:
+        super().delete(obj)
+        self._observed.notify()
+
+    def replace(self, objs: Iterable[Any], resource_version: str) -> None:
+        super().replace(objs, resource_version)
+        self._observed.notify()
+
+
+class _ShortWatches(ListWatch):
+    """The real ListWatch, counting its calls, with every watch shortened to one second."""
+
+    def __init__(self, observed: _Observed, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._observed = observed
+        self.lists = 0
+        self.watches = 0
+
+    def list(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        result = super().list(*args, **kwargs)
+        self.lists += 1
+        self._observed.notify()
+        return result
+
+    def watch(
+        self,
+        resource_version: str,
+        timeout_seconds: int = 1,
+        allow_bookmarks: bool = True,
+        read_timeout: float | None = None,
+    ) -> WatchStream:
+        self.watches += 1
+        self._observed.notify()
+        return super().watch(resource_version, 1, allow_bookmarks, read_timeout)
+
+
+def _pod_template(prefix: str, label: str) -> dict[str, Any]:
+    return {
+        "metadata": {"generateName": prefix, "labels": {"exercise-run": label}},
+        "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+    }
+
+
+def check_4(
+    follow: Callable[[ListWatch, Indexer, threading.Event], None] | None,
+    api: kubernetes.client.ApiClient,
+    namespace: str,
+) -> Verdict:
+    """``follow(list_watch, store, stop)`` lists, watches, re-watches, and re-lists after a 410."""
+    if follow is None:
+        return not_attempted("4", "set follow to your function")
+    if describe().etcd_url is None:
+        return not_attempted("4", "this check compacts etcd, which only the local cluster exposes")
+    core = kubernetes.client.CoreV1Api(api)
+    run = uuid.uuid4().hex[:6]  # so that the check can run again in the same namespace
+    first = core.create_namespaced_pod_template(namespace, _pod_template("exercise-a-", run))
+    observed = _Observed()
+    store = _ObservedStore(observed)
+    source = _ShortWatches(
+        observed,
+        api,
+        f"/api/v1/namespaces/{namespace}/podtemplates",
+        label_selector=f"exercise-run={run}",
+    )
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            follow(source, store, stop)
+        except BaseException as exc:  # reported to the learner, not swallowed
+            failure.append(exc)
+        finally:
+            observed.notify()
+
+    worker = threading.Thread(target=target, name="exercise-4-follow", daemon=True)
+    worker.start()
+    try:
+        verdict = _judge_follow(
+            core, namespace, run, first.metadata.name, observed, store, source, worker
+        )
+    finally:
+        stop.set()
+        worker.join(GUARD)
+    if failure and verdict.state == "wrong":
+        raised = failure[0]
+        return wrong("4", f"{verdict.detail} (it raised {type(raised).__name__}: {raised})")
+    if verdict.correct and worker.is_alive():
+        return wrong("4", f"it did not return within {GUARD:.0f} s of stop being set")
+    return verdict
+
+
+def _judge_follow(
+    core: kubernetes.client.CoreV1Api,
+    namespace: str,
+    run: str,
+    first: str,
+    observed: _Observed,
+    store: _ObservedStore,
+    source: _ShortWatches,
+    worker: threading.Thread,
+) -> Verdict:
+    """Walk the learner's loop through sync, re-watch, 410 and recovery; the first miss is wrong."""
+
+    def has(name: str) -> bool:
+        return store.get_by_key(f"{namespace}/{name}") is not None
+
+    def ended() -> str:
+        return "your function ended before stop was set"
+
+    if not observed.wait_for(lambda: has(first) or not worker.is_alive()):
+        return wrong("4", f"the store never got {first}: list, then store.replace the items")
+    if not worker.is_alive():
+        return wrong("4", ended())
+    if not observed.wait_for(lambda: source.watches >= 2 or not worker.is_alive()):
+        return wrong("4", "it did not watch again after the first (one-second) watch ended")
+    if not worker.is_alive():
+        return wrong("4", ended())
+    if source.lists != 1:
+        return wrong(
+            "4",
+            "it listed again after a watch ended normally; then watch again from the last "
+            "version seen, and keep LIST for a 410",
+        )
+    # Two writes that the watch does not see move etcd past its version; compaction
+    # then forgets that version, and the next watch from it gets a 410.
+    tick = core.create_namespaced_config_map(
+        namespace, {"metadata": {"generateName": "exercise-tick-"}}
+    ).metadata.name
+    core.patch_namespaced_config_map(tick, namespace, {"data": {"n": "1"}})
+    etcd = EtcdClient(describe().etcd_url)
+    etcd.compact(etcd.revision())
+    if not observed.wait_for(lambda: source.lists >= 2 or not worker.is_alive()):
+        return wrong("4", "no LIST after the watch's resourceVersion expired (410): list again")
+    if not worker.is_alive():
+        return wrong("4", "it ended at the 410; catch WatchExpired and list again")
+    second = core.create_namespaced_pod_template(namespace, _pod_template("exercise-b-", run))
+    if not observed.wait_for(lambda: has(second.metadata.name) or not worker.is_alive()):
+        return wrong("4", "after the re-list it did not see a new PodTemplate: watch again")
+    core.delete_namespaced_config_map(tick, namespace)
+    return correct("4", "it re-watched after normal closes, re-listed after the 410, carried on")

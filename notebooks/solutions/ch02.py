@@ -1,0 +1,50 @@
+"""Solutions to chapter 02's exercises. Try them yourself first!"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from helpers.listwatch import ListWatch, WatchExpired
+from helpers.store import Indexer
+
+
+def key_of(obj: dict[str, Any]) -> str:
+    metadata = obj["metadata"]
+    namespace = metadata.get("namespace") or ""  # missing and "" both mean cluster-scoped
+    return f"{namespace}/{metadata['name']}" if namespace else metadata["name"]
+
+
+# The first watch starts at the list's version (not at any item's); every event moves the
+# version forward, and a bookmark is an event: the second watch starts at the bookmark's.
+answer_2 = ("120", "150")
+
+
+def schedule(initial: float, factor: float, cap: float, n: int) -> list[float]:
+    delays = []
+    base = min(initial, cap)
+    for _ in range(n):
+        delays.append(base)
+        base = min(base * factor, cap)
+    return delays
+
+
+def follow(list_watch: ListWatch, store: Indexer, stop: threading.Event) -> None:
+    """List, then watch; watch again after a normal close; list again after a 410."""
+    while not stop.is_set():
+        listed = list_watch.list()
+        version = listed["metadata"]["resourceVersion"]
+        store.replace(listed["items"], version)
+        try:
+            while not stop.is_set():
+                for event in list_watch.watch(version, timeout_seconds=60):
+                    obj = event["object"]
+                    version = obj["metadata"]["resourceVersion"]
+                    if event["type"] == "ADDED":
+                        store.add(obj)
+                    elif event["type"] == "MODIFIED":
+                        store.update(obj)
+                    elif event["type"] == "DELETED":
+                        store.delete(obj)
+        except WatchExpired:
+            continue  # our version is gone from etcd: only a fresh list helps
