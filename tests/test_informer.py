@@ -265,6 +265,25 @@ def test_cache_is_updated_before_handlers_hear() -> None:
     assert seen_in_cache and seen_in_cache[0]["metadata"]["name"] == "x"
 
 
+def test_add_indexers_while_running_indexes_the_cache__kubernetes_117046() -> None:
+    """client-go since 1.30 (kubernetes/kubernetes#117046): AddIndexers on a started informer
+    indexes the objects already cached, and later changes keep the new index current."""
+    source = FakeSource()
+    source.add("pod1")
+    informer = informer_on(source)
+    recorder = Recorder()
+    informer.add_event_handler(recorder)
+    with informer:
+        assert wait_for_cache_sync(informer, timeout=GUARD)
+        informer.add_indexers({"by-name": lambda obj: [name_of(obj)]})
+        assert [name_of(o) for o in informer.indexer.by_index("by-name", "pod1")] == ["pod1"]
+        source.add("pod2")
+        assert recorder.wait_for(lambda r: "pod2" in r.names())
+        assert informer.indexer.list_index_func_values("by-name") == ["pod1", "pod2"]
+        with pytest.raises(ValueError, match="indexer conflict"):
+            informer.add_indexers({"by-name": lambda obj: []})
+
+
 # --- handlers: late, removed, slow, failing -------------------------------------------------
 
 
