@@ -31,17 +31,16 @@ def wait_for(
     """Block until ``condition(objects by name)`` is true; return those objects.
 
     ``list_func`` is a list call of the official client (for example
-    ``CoreV1Api(api).list_node``). Listed items are turned into plain dicts
-    shaped like the API's JSON, so ``condition`` sees the same form for listed
-    and for watched objects.
+    ``CoreV1Api(api).list_node``, or ``CustomObjectsApi(api).list_namespaced_custom_object``
+    with ``group``, ``version``, ``namespace`` and ``plural`` as keywords). Listed
+    items are turned into plain dicts shaped like the API's JSON, so
+    ``condition`` sees the same form for listed and for watched objects.
     """
     deadline = time.monotonic() + timeout
     while True:
-        listed = list_func(**list_kwargs)
-        objects = {item.metadata.name: _as_dict(list_func, item) for item in listed.items}
+        objects, resource_version = _listed(list_func, list_func(**list_kwargs))
         if condition(objects):
             return objects
-        resource_version = listed.metadata.resource_version
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
@@ -75,6 +74,15 @@ def wait_for(
         f"Timed out after {timeout:.0f}s waiting for {what}.",
         "look at the cluster's logs (`python -m helpers.cluster logs`) and run the command again.",
     )
+
+
+def _listed(list_func: Callable[..., Any], listed: Any) -> tuple[Objects, str]:
+    """Objects by name and the list's resourceVersion, from a typed or a raw list."""
+    if isinstance(listed, dict):  # custom objects come back as the JSON dict already
+        items = {item["metadata"]["name"]: item for item in listed["items"]}
+        return items, listed["metadata"]["resourceVersion"]
+    items = {item.metadata.name: _as_dict(list_func, item) for item in listed.items}
+    return items, listed.metadata.resource_version
 
 
 def _as_dict(list_func: Callable[..., Any], item: Any) -> dict[str, Any]:
