@@ -117,6 +117,24 @@ def test_reinsert__TestReinsert() -> None:
     assert q.len() == 0
 
 
+def test_in_flight_counts_items_between_get_and_done() -> None:
+    """Not upstream: ``in_flight()`` is what a live plot reads next to ``len()``."""
+    q: Queue[str] = Queue()
+    q.add("foo")
+    q.add("bar")
+    assert (q.len(), q.in_flight()) == (2, 0)
+    foo, _ = get_within(q)
+    assert (q.len(), q.in_flight()) == (1, 1)
+    q.add(foo)  # dirty again: waiting for done(), neither queued nor a second item in flight
+    assert (q.len(), q.in_flight()) == (1, 1)
+    bar, _ = get_within(q)
+    assert q.in_flight() == 2
+    q.done(foo)  # foo goes back in line
+    assert (q.len(), q.in_flight()) == (1, 1)
+    q.done(bar)
+    assert q.in_flight() == 0
+
+
 def test_collapse__TestCollapse() -> None:
     """queue_test.go::TestCollapse - two adds of a waiting item give one get."""
     q: Queue[str] = Queue()
