@@ -727,18 +727,23 @@ def test_managed_fields_are_stripped_by_default_and_kept_on_request(
     stripped = SharedInformer(ListWatch(api, path), name="stripped")
     whole = SharedInformer(ListWatch(api, path), name="whole", transform=None)
     seen: dict[str, list[dict]] = {"stripped": [], "whole": []}
+    # Handlers run after the cache is updated, so "the handler saw it" means "it is cached".
+    watched_seen = {"stripped": threading.Event(), "whole": threading.Event()}
+
+    def on_add(obj: dict, _: bool, name: str) -> None:
+        seen[name].append(obj)
+        if obj["metadata"]["name"] == "watched":
+            watched_seen[name].set()
+
     for informer in (stripped, whole):
-        informer.add_event_handler(on_add=lambda obj, _, n=informer.name: seen[n].append(obj))
+        informer.add_event_handler(on_add=lambda obj, init, n=informer.name: on_add(obj, init, n))
         informer.start()
     try:
         assert wait_for_cache_sync(stripped, whole, timeout=30)
         core.create_namespaced_config_map(
             namespace, {"metadata": {"name": "watched"}, "data": {"k": "v"}}
         )
-        for informer in (stripped, whole):
-            assert informer.reflector.wait_for(
-                lambda r, i=informer: i.indexer.get_by_key(f"{namespace}/watched") is not None, 30
-            )
+        assert all(event.wait(30) for event in watched_seen.values())
         for name in ("listed", "watched"):
             key = f"{namespace}/{name}"
             assert "managedFields" not in stripped.indexer.get_by_key(key)["metadata"]
