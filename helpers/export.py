@@ -88,7 +88,6 @@ class _Block:
     """A top-level piece of the module; a class block collects the methods added to it."""
 
     text: str
-    class_name: str | None = None
     methods: list[str] = field(default_factory=list)
 
 
@@ -112,14 +111,13 @@ def cells_by_target(notebooks: list[Path]) -> dict[str, list[ExportCell]]:
     targets: dict[str, list[ExportCell]] = {}
     for notebook in sorted(notebooks):
         for cell in export_cells(notebook):
-            owner = targets.setdefault(cell.target, [cell])[0].notebook
-            if owner != notebook:
+            cells = targets.setdefault(cell.target, [])
+            if cells and cells[0].notebook != notebook:
                 raise ExportError(
-                    f"{cell.where} exports to {cell.target}, which {owner.name} already owns; "
-                    "one chapter builds each module, later chapters import it"
+                    f"{cell.where} exports to {cell.target}, which {cells[0].notebook.name} "
+                    "already owns; one chapter builds each module, later chapters import it"
                 )
-            if targets[cell.target][-1] is not cell:
-                targets[cell.target].append(cell)
+            cells.append(cell)
     return targets
 
 
@@ -177,6 +175,11 @@ def _as_method(statement: ast.FunctionDef | ast.AsyncFunctionDef, text: str, sta
     return "\n".join("    " + line if line.strip() else "" for line in kept)
 
 
+def _lines(lines: list[str], first: int, last: int) -> str:
+    """Lines ``first`` to ``last`` (1-based, inclusive) as text, without trailing newlines."""
+    return "".join(lines[first - 1 : last]).rstrip("\n")
+
+
 def render_module(cells: list[ExportCell]) -> str:
     """The module text for one target (before formatting)."""
     blocks: list[_Block] = []
@@ -187,23 +190,21 @@ def render_module(cells: list[ExportCell]) -> str:
         except SyntaxError as error:
             raise ExportError(f"{cell.where}: {error.msg} (line {error.lineno})") from None
         lines = cell.code.splitlines(keepends=True)
-        plain: list[str] = []  # statements kept together, as the cell spaced them
+        # Statements that are neither classes nor methods stay together, as the cell
+        # spaced them: from line plain_from (0: none gathered) to just before the next.
         plain_from = 0
         for statement, text, start in _statement_spans(tree, lines):
             owner = _added_to(statement)
             if owner is None and not isinstance(statement, ast.ClassDef):
-                if not plain:
-                    plain_from = start
-                plain = ["".join(lines[plain_from - 1 : statement.end_lineno or statement.lineno])]
+                plain_from = plain_from or start
                 continue
-            if plain:
-                blocks.append(_Block(plain[0].rstrip("\n")))
-                plain = []
+            if plain_from:
+                blocks.append(_Block(_lines(lines, plain_from, start - 1)))
+                plain_from = 0
             if owner is None:
                 assert isinstance(statement, ast.ClassDef)
-                block = _Block(text, class_name=statement.name)
-                classes[statement.name] = block
-                blocks.append(block)
+                classes[statement.name] = _Block(text)
+                blocks.append(classes[statement.name])
                 continue
             if owner not in classes:
                 raise ExportError(
@@ -217,9 +218,8 @@ def render_module(cells: list[ExportCell]) -> str:
                 )
             assert isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef)
             classes[owner].methods.append(_as_method(statement, text, start))
-        if plain:
-            trailing = "".join(lines[plain_from - 1 :])
-            blocks.append(_Block(trailing.rstrip("\n")))
+        if plain_from:
+            blocks.append(_Block(_lines(lines, plain_from, len(lines))))
     parts = ["\n\n".join([block.text, *block.methods]) for block in blocks]
     notebook = cells[0].notebook.relative_to(cells[0].notebook.parents[1])
     return HEADER.format(notebook=notebook.as_posix()) + "\n" + "\n\n".join(parts) + "\n"
