@@ -278,8 +278,9 @@ def split_module(source: str) -> list[str]:
 
     The leading docstring and imports form one cell, each top-level function or
     class one cell, and each method after ``__init__`` its own ``add_to_class``
-    cell (unless it calls a bare ``super()``, or the class body has statements
-    after its methods). ``render_module`` of the result has the same AST.
+    cell (a class whose later methods call a bare ``super()``, or that has
+    statements after its methods, stays whole in one cell). ``render_module`` of
+    the result has the same AST.
     """
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
@@ -310,10 +311,10 @@ def _split_class(node: ast.ClassDef, lines: list[str], start: int) -> list[str]:
     for index, statement in enumerate(body):
         if not functions[index] or getattr(statement, "name", "") in {"__init__", "__post_init__"}:
             cut = index + 1
-    if not all(functions[cut:]):
+    # Statements after the methods, or a method that needs its class body for a bare
+    # super(): then the class stays whole in one cell.
+    if not all(functions[cut:]) or any(_calls_bare_super(s) for s in body[cut:]):
         cut = len(body)
-    while cut < len(body) and _calls_bare_super(body[cut]):
-        cut += 1
     previous_end = body[cut - 1].end_lineno if cut else node.lineno
     cells = ["".join(lines[start - 1 : previous_end]).strip("\n")]
     methods = body[cut:]
@@ -321,11 +322,6 @@ def _split_class(node: ast.ClassDef, lines: list[str], start: int) -> list[str]:
         end = method.end_lineno or method.lineno
         chunk = lines[previous_end:end]
         first = (method.decorator_list[0].lineno if method.decorator_list else method.lineno) - 1
-        if _calls_bare_super(method):
-            raise ExportError(
-                f"{node.name}.{method.name} calls super() without arguments after other "
-                "methods; move it up next to __init__ first"
-            )
         dedented = [line[4:] if line.startswith("    ") else line for line in chunk]
         decorator_at = first - previous_end
         dedented.insert(decorator_at, f"@add_to_class({node.name})\n")

@@ -15,7 +15,6 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from helpers.listwatch import ListWatch
 from helpers.store import DeletedFinalStateUnknown, meta_namespace_key
 
 LABEL = {"course-test": "informer"}
@@ -139,41 +138,3 @@ class Churn:
         listed = self.list(self.namespace, label_selector=SELECTOR)
         return {f"{self.namespace}/{item.metadata.name}": item.metadata.resource_version
                 for item in listed.items}  # fmt: skip
-
-
-class GatedListWatch(ListWatch):
-    """A real ListWatch whose next WATCH call can be held back, like a client that stalls.
-
-    While the gate is closed, the reflector's next watch waits in :meth:`watch`
-    (after its previous watch ended normally). The test changes the world
-    meanwhile, say compacts etcd, and then opens the gate: the watch resumes
-    from a resourceVersion that may no longer exist.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._gate = threading.Condition()
-        self._open = True
-        self._held = False
-
-    def close_gate(self) -> None:
-        with self._gate:
-            self._open = False
-
-    def open_gate(self) -> None:
-        with self._gate:
-            self._open = True
-            self._gate.notify_all()
-
-    def wait_until_held(self, timeout: float) -> bool:
-        """True once a watch call is waiting at the closed gate."""
-        with self._gate:
-            return self._gate.wait_for(lambda: self._held, timeout)
-
-    def watch(self, *args: Any, **kwargs: Any) -> Any:
-        with self._gate:
-            self._held = not self._open
-            self._gate.notify_all()
-            self._gate.wait_for(lambda: self._open)
-            self._held = False
-        return super().watch(*args, **kwargs)

@@ -43,8 +43,9 @@ def test_ch03_exercise_2() -> None:
     assert ch03.check_2(solutions.same_colour, Lister).correct
 
 
-def test_ch03_exercise_3() -> None:
-    assert ch03.check_3(None).state == "not attempted yet"
+@pytest.mark.cluster
+def test_ch03_exercise_3(api: kubernetes.client.ApiClient, namespace: str) -> None:
+    assert ch03.check_3(None, api, namespace).state == "not attempted yet"
 
     class OnlyObjects:
         def __init__(self) -> None:
@@ -55,9 +56,9 @@ def test_ch03_exercise_3() -> None:
             obj["metadata"]["name"]  # a tombstone is not a dict: this raises for it
             self.deletes += 1
 
-    verdict = ch03.check_3(OnlyObjects)
+    verdict = ch03.check_3(OnlyObjects, api, namespace)
     assert verdict.state == "wrong" and "tombstone" in verdict.detail
-    assert ch03.check_3(solutions.DeleteCounter).correct
+    assert ch03.check_3(solutions.DeleteCounter, api, namespace).correct
 
 
 @pytest.mark.cluster

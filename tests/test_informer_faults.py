@@ -25,9 +25,10 @@ from helpers.cluster.local import LocalCluster
 from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
 from helpers.etcd import EtcdClient
+from helpers.held_watch import HeldListWatch
 from helpers.informer import SharedInformer, wait_for_cache_sync
 from helpers.listwatch import ListWatch
-from tests.informer_harness import SELECTOR, Churn, GatedListWatch, Recorder, cache_view
+from tests.informer_harness import SELECTOR, Churn, Recorder, cache_view
 from tests.tcp_proxy import TcpProxy, kubeconfig_through
 
 pytestmark = pytest.mark.cluster
@@ -135,11 +136,11 @@ def test_forced_410_after_compaction(
     assert info.etcd_url, "compaction needs etcd on loopback (local control plane)"
     churn = Churn(api, namespace, "podtemplates", seed=3)
     churn.run(40)
-    gated = GatedListWatch(api, f"/api/v1/namespaces/{namespace}/podtemplates",
+    held = HeldListWatch(api, f"/api/v1/namespaces/{namespace}/podtemplates",
                            label_selector=SELECTOR)  # fmt: skip
     # Short server-side watch timeouts: each watch ends normally after 1-2 s and
     # the reflector re-watches from its last resourceVersion, without a re-list.
-    informer = SharedInformer(gated, name="drill-410", min_watch_timeout=1)
+    informer = SharedInformer(held, name="drill-410", min_watch_timeout=1)
     recorder = Recorder()
     informer.add_event_handler(recorder)
     informer.start()
@@ -147,8 +148,8 @@ def test_forced_410_after_compaction(
         assert wait_for_cache_sync(informer, timeout=30)
         deleted_at_start = set(churn.deleted)
         churn.run(40)
-        gated.close_gate()
-        assert gated.wait_until_held(30), "the watch never came back for a re-watch"
+        held.hold()
+        assert held.wait_until_held(30), "the watch never came back for a re-watch"
         known = set(cache_view(informer.indexer))
         lists_before = informer.reflector.lists
         deleted_before = set(churn.deleted)
@@ -156,7 +157,7 @@ def test_forced_410_after_compaction(
         missed_deletes = (churn.deleted - deleted_before) & known
         etcd = EtcdClient(info.etcd_url)
         etcd.compact(etcd.revision())
-        gated.open_gate()
+        held.release()
         # Objects created and deleted during the outage were never known to the
         # informer; every delete of an object it knew must arrive.
         must_see = (deleted_before - deleted_at_start) | missed_deletes

@@ -1,9 +1,9 @@
 """Checks for chapter 03's exercises (the informer, the indexer and the lister).
 
 Exercises 1 and 2 run the learner's function on a store the check fills
-itself. Exercise 3 runs the learner's handler on a real :class:`SharedInformer`
-fed by an in-process source that deletes one object while watching and misses
-another across a 410 and a re-list, as chapter 03 made happen on the cluster.
+itself. Exercise 3 runs the learner's handler on a real :class:`SharedInformer` of
+PodTemplates that sees one delete while watching and misses another across a
+real 410 (held-back watch, etcd compaction) and a re-list, as chapter 03 does.
 Exercise 4 runs a lister-reading loop against the cluster and counts its
 requests.
 """
@@ -11,14 +11,16 @@ requests.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import kubernetes
 
-from ..backoff import Backoff
+from ..cluster.info import describe
+from ..etcd import EtcdClient
+from ..held_watch import HeldListWatch
 from ..informer import SharedInformer, wait_for_cache_sync
-from ..listwatch import ListWatch, error_from_status
+from ..listwatch import ListWatch
 from ..request_log import RequestLog
 from ..store import DeletedFinalStateUnknown, Indexer
 from . import Verdict, correct, not_attempted, wrong
@@ -102,78 +104,25 @@ def check_2(same_colour: Callable[[Any, str, str], Any] | None, lister_class: ty
 # --- exercise 3: a handler that counts deletes, tombstones included ---------------------
 
 
-class _ClosableStream:
-    """Watch events handed out one by one; then a 410, or blocking until ``close()``."""
-
-    def __init__(self, events: list[dict[str, Any]], *, expire: bool) -> None:
-        self._events = list(events)
-        self._expire = expire
-        self._closed = threading.Event()
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return self
-
-    def __next__(self) -> dict[str, Any]:
-        if self._events and not self._closed.is_set():
-            return self._events.pop(0)
-        if self._expire:
-            self._expire = False
-            raise error_from_status(
-                {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
-            )
-        self._closed.wait(GUARD_SECONDS)
-        raise StopIteration
-
-    def close(self) -> None:
-        self._closed.set()
+EXERCISE_3_LABEL = "exercise=ch03-3"
 
 
-class _MissedDeleteSource:
-    """A ListerWatcher that plays: list a, b, c; watch: a deleted, then 410; list: c only.
+def _missed_delete_drill(
+    learner: Any, api: kubernetes.client.ApiClient, namespace: str, etcd: EtcdClient
+) -> list[Any]:
+    """Run ``learner`` on a real PodTemplate informer: one delete seen live, one missed.
 
-    So ``a`` is deleted while watching (a plain delete) and ``b`` while not (a
-    tombstone after the re-list).
+    The second delete happens while the informer's next watch is held back and
+    etcd is compacted, so the watch meets a real 410, the reflector re-lists,
+    and the informer delivers a tombstone. Returns the deletes our own handler saw.
     """
-
-    def __init__(self) -> None:
-        self._lists = [["a", "b", "c"], ["c"]]
-        self._version = 10
-
-    def list(
-        self,
-        resource_version: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-        transform: Any = None,
-    ) -> dict[str, Any]:
-        names = self._lists.pop(0) if len(self._lists) > 1 else self._lists[0]
-        self._version += 5
-        items = [self._pod(name) for name in names]
-        return {"metadata": {"resourceVersion": str(self._version)}, "items": items}
-
-    def watch(
-        self,
-        resource_version: str,
-        timeout_seconds: int,
-        allow_bookmarks: bool = True,
-        read_timeout: float | None = None,
-    ) -> _ClosableStream:
-        if self._version == 15:  # the first watch, after the first list
-            self._version += 1
-            deleted = {"type": "DELETED", "object": self._pod("a")}
-            return _ClosableStream([deleted], expire=True)
-        return _ClosableStream([], expire=False)
-
-    def _pod(self, name: str) -> dict[str, Any]:
-        metadata = {"name": name, "namespace": "demo", "resourceVersion": str(self._version)}
-        return {"metadata": metadata}
-
-
-def check_3(delete_counter: type | None) -> Verdict:
-    """``DeleteCounter()`` counts ``deletes`` and, among them, ``tombstones``."""
-    if delete_counter is None:
-        return not_attempted("3", "set DeleteCounter to your class")
-    learner = delete_counter()
+    core = kubernetes.client.CoreV1Api(api)
+    core.delete_collection_namespaced_pod_template(namespace, label_selector=EXERCISE_3_LABEL)
+    container = {"name": "app", "image": "nginx"}
+    for name in ("exercise-3-a", "exercise-3-b", "exercise-3-c"):
+        metadata = {"name": name, "labels": dict([EXERCISE_3_LABEL.split("=")])}
+        body = {"metadata": metadata, "template": {"spec": {"containers": [container]}}}
+        core.create_namespaced_pod_template(namespace, body)
     ours: list[Any] = []
     seen = threading.Condition()
 
@@ -182,18 +131,48 @@ def check_3(delete_counter: type | None) -> Verdict:
             ours.append(obj)
             seen.notify_all()
 
-    informer = SharedInformer(
-        _MissedDeleteSource(), name="exercise-3", backoff=Backoff(initial=0.0, jitter=0.0)
+    held = HeldListWatch(
+        api, f"/api/v1/namespaces/{namespace}/podtemplates", label_selector=EXERCISE_3_LABEL
     )
+    informer = SharedInformer(held, name="exercise-3", min_watch_timeout=1)
     registration = informer.add_event_handler(learner)
     informer.add_event_handler(on_delete=on_delete)
-    with informer:
-        if not wait_for_cache_sync(informer, timeout=GUARD_SECONDS):
-            return wrong("3", "the informer did not sync (does your class take no arguments?)")
-        with seen:
-            both = seen.wait_for(lambda: len(ours) == 2, GUARD_SECONDS)
-        registration.wait_until_idle(GUARD_SECONDS)
-    assert both and isinstance(ours[1], DeletedFinalStateUnknown), "the scripted source broke"
+    try:
+        with informer:
+            assert wait_for_cache_sync(informer, timeout=GUARD_SECONDS), "no sync"
+            core.delete_namespaced_pod_template("exercise-3-a", namespace)
+            with seen:
+                assert seen.wait_for(lambda: len(ours) == 1, GUARD_SECONDS), "no live delete"
+            held.hold()
+            assert held.wait_until_held(GUARD_SECONDS), "the next watch never came"
+            core.delete_namespaced_pod_template("exercise-3-b", namespace)
+            etcd.compact(etcd.revision())
+            held.release()
+            with seen:
+                assert seen.wait_for(lambda: len(ours) == 2, GUARD_SECONDS), "no missed delete"
+            registration.wait_until_idle(GUARD_SECONDS)
+    finally:
+        held.release()
+        core.delete_collection_namespaced_pod_template(namespace, label_selector=EXERCISE_3_LABEL)
+    return ours
+
+
+def check_3(
+    delete_counter: type | None, api: kubernetes.client.ApiClient, namespace: str
+) -> Verdict:
+    """``DeleteCounter()`` counts ``deletes`` and, among them, ``tombstones``."""
+    if delete_counter is None:
+        return not_attempted("3", "set DeleteCounter to your class")
+    etcd_url = describe().etcd_url
+    if etcd_url is None:
+        return not_attempted(
+            "3",
+            "this check makes a real tombstone by compacting etcd, which only the local "
+            "control plane lets us reach; compare your class with solutions/ch03.py",
+        )
+    learner = delete_counter()
+    ours = _missed_delete_drill(learner, api, namespace, EtcdClient(etcd_url))
+    assert isinstance(ours[1], DeletedFinalStateUnknown), "the drill made no tombstone"
     deletes = getattr(learner, "deletes", None)
     tombstones = getattr(learner, "tombstones", None)
     if (deletes, tombstones) == (1, 0):
