@@ -381,6 +381,18 @@ class FooController:
         self.enqueue_foo(foo)
 
 
+def foo_body(name: str, deployment_name: str | None, replicas: int | None = 1) -> dict[str, Any]:
+    """The body of a Foo to create (None leaves a field out): the chapter, its exercises and
+    the tests all make their Foos with it."""
+    spec = {"deploymentName": deployment_name, "replicas": replicas}
+    return {
+        "apiVersion": f"{FOO_GROUP}/{FOO_VERSION}",
+        "kind": FOO_KIND,
+        "metadata": {"name": name},
+        "spec": {field: value for field, value in spec.items() if value is not None},
+    }
+
+
 # --- what a Foo asks for ------------------------------------------------------------------------
 
 

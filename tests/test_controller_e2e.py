@@ -15,7 +15,6 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from types import SimpleNamespace
 from typing import Any
 
 import kubernetes
@@ -23,7 +22,14 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from helpers.clock import StopEvent
-from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, FooController, run_controller
+from helpers.controller import (
+    FOO_GROUP,
+    FOO_PLURAL,
+    FOO_VERSION,
+    FooController,
+    foo_body,
+    run_controller,
+)
 from helpers.waiting import Objects, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -32,6 +38,8 @@ TIMEOUT = 30.0
 """Seconds any one change may take to show; each usually takes well under one."""
 
 LABELS = {"app": "nginx", "controller": "example-foo"}
+FOO_LIST = {"group": FOO_GROUP, "version": FOO_VERSION, "plural": FOO_PLURAL}
+"""With ``namespace``, what ``wait_for`` passes to ``list_namespaced_custom_object`` for Foos."""
 
 
 # --- running the controller ----------------------------------------------------------------------
@@ -90,48 +98,6 @@ class LogWatcher(logging.Handler):
 # --- Foos, as wait_for wants them ----------------------------------------------------------------
 
 
-def foo_body(name: str, deployment_name: str | None, replicas: int | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
-    if deployment_name is not None:
-        spec["deploymentName"] = deployment_name
-    if replicas is not None:
-        spec["replicas"] = replicas
-    return {
-        "apiVersion": f"{FOO_GROUP}/{FOO_VERSION}",
-        "kind": "Foo",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
-def foo_list_call(api: kubernetes.client.ApiClient) -> Callable[..., Any]:
-    """A Foo list call shaped like the typed ones ``wait_for`` reads (``.items``, ``.metadata``).
-
-    The official client hands custom objects back as plain dicts. For a watch
-    (``watch=True``) the raw response goes through untouched.
-    """
-    custom = kubernetes.client.CustomObjectsApi(api)
-
-    def list_foos(namespace: str, **kwargs: Any) -> Any:
-        listed = custom.list_namespaced_custom_object(
-            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, **kwargs
-        )
-        if kwargs.get("watch"):
-            return listed
-        return SimpleNamespace(
-            metadata=SimpleNamespace(resource_version=listed["metadata"]["resourceVersion"]),
-            items=[
-                SimpleNamespace(
-                    metadata=SimpleNamespace(name=item["metadata"]["name"]),
-                    to_dict=lambda item=item: item,
-                )
-                for item in listed["items"]
-            ],
-        )
-
-    return list_foos
-
-
 def available(name: str, replicas: int) -> Callable[[Objects], bool]:
     """Condition: the object ``name`` reports ``replicas`` available."""
 
@@ -160,7 +126,6 @@ def test_foo_owns_a_deployment_that_follows_it(
     apps = kubernetes.client.AppsV1Api(api)
     core = kubernetes.client.CoreV1Api(api)
     custom = kubernetes.client.CustomObjectsApi(api)
-    list_foos = foo_list_call(api)
 
     with controller_running(api, namespace):
         foo = custom.create_namespaced_custom_object(
@@ -203,11 +168,12 @@ def test_foo_owns_a_deployment_that_follows_it(
             label_selector="app=nginx,controller=example-foo",
         )
         wait_for(
-            list_foos,
+            custom.list_namespaced_custom_object,
             available("example-foo", 1),
             what="Foo status.availableReplicas == 1",
             timeout=TIMEOUT,
             namespace=namespace,
+            **FOO_LIST,
         )
 
         # Scale the Foo: the Deployment follows, then the status.
@@ -228,11 +194,12 @@ def test_foo_owns_a_deployment_that_follows_it(
         )
         assert deployments["example"]["spec"]["replicas"] == 3
         wait_for(
-            list_foos,
+            custom.list_namespaced_custom_object,
             available("example-foo", 3),
             what="Foo status.availableReplicas == 3",
             timeout=TIMEOUT,
             namespace=namespace,
+            **FOO_LIST,
         )
 
         # Delete the Deployment by hand: the controller makes a new one.

@@ -26,6 +26,7 @@ from ..controller import (
     FOO_VERSION,
     FooController,
     controller_of,
+    foo_body,
     new_deployment,
     run_controller,
 )
@@ -167,12 +168,7 @@ def _run_two_foos(api: kubernetes.client.ApiClient, namespace: str) -> dict[str,
     core = kubernetes.client.CoreV1Api(api)
 
     def create(name: str, replicas: int) -> dict[str, Any]:
-        body = {
-            "apiVersion": f"{FOO_GROUP}/{FOO_VERSION}",
-            "kind": FOO_KIND,
-            "metadata": {"name": name},
-            "spec": {"deploymentName": "shared", "replicas": replicas},
-        }
+        body = foo_body(name, "shared", replicas)
         return custom.create_namespaced_custom_object(
             FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, body
         )
@@ -288,12 +284,7 @@ def check_4(
         return not_attempted("4", "set available_replicas to your function")
     custom = kubernetes.client.CustomObjectsApi(api)
     for name in ("exercise-4-ready", "exercise-4-new"):
-        body = {
-            "apiVersion": f"{FOO_GROUP}/{FOO_VERSION}",
-            "kind": FOO_KIND,
-            "metadata": {"name": name},
-            "spec": {"deploymentName": name, "replicas": 2},
-        }
+        body = foo_body(name, name, 2)
         try:
             custom.create_namespaced_custom_object(
                 FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, body
