@@ -61,10 +61,10 @@ from typing import Any, Protocol
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
+from helpers.apierrors import explain
 from helpers.clock import Clock, StopEvent
 from helpers.events import NORMAL, WARNING, EventRecorder
 from helpers.informer import SharedInformer, wait_for_cache_sync
-from helpers.kube import explain
 from helpers.lister import NotFoundError
 from helpers.listwatch import ListWatch
 from helpers.store import DeletedFinalStateUnknown, meta_namespace_key, split_meta_namespace_key

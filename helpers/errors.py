@@ -5,7 +5,7 @@ notebook with a broken kubeconfig, should read one sentence that says what is
 wrong and one that says what to do next, not a forty-line traceback. Every
 expected failure is turned into a :class:`CourseError` at the place where we
 still know what it means; the command line prints it and exits, and notebooks
-show it as two lines (see :func:`helpers.kube.explain`).
+show it as two lines (see :func:`helpers.apierrors.explain`).
 """
 
 from __future__ import annotations

@@ -8,13 +8,12 @@ that ``make up`` created. It then asks the API server for ``/version`` with a
 short timeout, so a stopped cluster is reported in one sentence at the top of
 a chapter rather than as a stack trace in the middle of it.
 
-:func:`explain` turns the API server's error responses (403, 404, 409, 410,
-422, ...) into sentences that say what to do next.
+:func:`explain` (from :mod:`helpers.apierrors`) turns the API server's error
+responses (403, 404, 409, 410, 422, ...) into sentences that say what to do next.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,20 @@ import urllib3
 import yaml
 from kubernetes.client.exceptions import ApiException
 
+from .apierrors import explain, status_of
 from .cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
 from .errors import CourseError
+
+__all__ = [
+    "connect",
+    "default_kubeconfig",
+    "describe_context",
+    "explain",
+    "fresh_namespace",
+    "probe",
+    "raw_get",
+    "status_of",
+]
 
 PROBE_TIMEOUT_SECONDS = 5.0
 
@@ -151,52 +162,6 @@ def _short_reason(exc: BaseException) -> str:
         if marker.lower() in text.lower():
             return marker.lower()
     return text.splitlines()[0][:120]
-
-
-def status_of(exc: ApiException) -> dict[str, Any]:
-    """The API server's Status object from an error response, or a minimal stand-in."""
-    try:
-        body = json.loads(exc.body or "{}")
-    except (TypeError, ValueError):
-        body = {}
-    if not isinstance(body, dict):
-        body = {}
-    body.setdefault("code", exc.status)
-    body.setdefault("reason", exc.reason)
-    body.setdefault("message", exc.reason or f"HTTP {exc.status}")
-    return body
-
-
-def explain(exc: ApiException) -> str:
-    """One or two sentences a learner can act on, for an API error response."""
-    status = status_of(exc)
-    code, reason, message = status["code"], status.get("reason"), status["message"]
-    if code == 401:
-        return "The API server did not accept our credentials. Regenerate the kubeconfig."
-    if code == 403:
-        return (
-            f"Forbidden: {message}. The identity in this kubeconfig lacks that permission; "
-            "grant it with a Role and RoleBinding, or use an account that has it."
-        )
-    if code == 404:
-        return f"{message}. It was deleted, never created, or lives in another namespace."
-    if code == 409 and reason == "AlreadyExists":
-        return f"{message}. Pick another name, or delete the existing object first."
-    if code == 409:
-        return (
-            f"{message}. Someone changed the object since you read it: read it again, "
-            "reapply your change and retry."
-        )
-    if code == 410:
-        return (
-            f"{message}. That resourceVersion is older than etcd keeps (it was compacted): "
-            "list again and watch from the list's resourceVersion."
-        )
-    if code == 422:
-        return f"The API server rejected the object as invalid: {message}."
-    if code == 429:
-        return f"{message}. The API server is busy: wait a moment and retry."
-    return f"HTTP {code} {reason}: {message}"
 
 
 def raw_get(api: kubernetes.client.ApiClient, path: str, **query: str) -> str:

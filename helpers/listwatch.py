@@ -23,7 +23,7 @@ matter, and are why this module exists instead of ``kubernetes.watch.Watch``:
 * ``ERROR`` events become exceptions carrying the API server's ``Status``:
   :class:`WatchExpired` for 410 (the resourceVersion was compacted away),
   :class:`WatchError` for the rest. Both are ``ApiException`` subclasses, so
-  :func:`helpers.kube.explain` and ``exc.status`` work on them as on any other
+  :func:`helpers.apierrors.explain` and ``exc.status`` work on them as on any other
   API error.
 """
 

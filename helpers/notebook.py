@@ -13,8 +13,8 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from .apierrors import explain
 from .errors import CourseError
-from .kube import explain
 
 
 def sentence_for(error: BaseException) -> str:

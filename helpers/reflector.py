@@ -55,9 +55,9 @@ from typing import Any, Protocol
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
+from helpers.apierrors import explain, status_of
 from helpers.backoff import Backoff, RandomSource, wait_or_stop
 from helpers.clock import Clock, StopEvent
-from helpers.kube import explain, status_of
 from helpers.listwatch import (
     EventStream,
     ListerWatcher,

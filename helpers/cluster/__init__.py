@@ -11,10 +11,8 @@ Notebooks never care which: they use the kubeconfig that ``up`` writes (see
     python -m helpers.cluster up        # kind if Docker and kind are there, else local
     python -m helpers.cluster status
     python -m helpers.cluster down
+
+This package imports nothing when it is imported: importing
+``helpers.cluster.paths`` (as :mod:`helpers.kube` does) must not load the
+backends, the Go build or kind. Import ``helpers.cluster.backends`` for those.
 """
-
-from __future__ import annotations
-
-from .backends import Backend, choose_backend, cluster_for
-
-__all__ = ["Backend", "choose_backend", "cluster_for"]
