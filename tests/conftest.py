@@ -3,18 +3,24 @@
 Tests marked ``cluster`` talk to the cluster that ``make test`` starts (it
 exports KUBECONFIG). Run on their own without a cluster, they fail with the
 sentence :func:`helpers.kube.connect` gives, rather than skipping silently.
+
+Tests that start, break and stop clusters of their own use ``course_home``: a
+course folder under the test's tmp_path, so they never touch the cluster the
+rest of the suite (or a learner) uses.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import kubernetes
 import pytest
 from kubernetes.client.exceptions import ApiException
 
 from helpers import kube
+from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
 
 
@@ -39,3 +45,14 @@ def namespace(api: kubernetes.client.ApiClient, request: pytest.FixtureRequest) 
     except ApiException as exc:
         if exc.status != 404:
             raise
+
+
+@pytest.fixture
+def course_home(tmp_path: Path) -> CourseHome:
+    """A course folder of its own, sharing the built binaries (a build takes 12 minutes)."""
+    home = CourseHome(tmp_path / "home")
+    home.root.mkdir()
+    shared = CourseHome.from_environment().bin_cache
+    if shared.exists():
+        home.bin_cache.symlink_to(shared.resolve())
+    return home

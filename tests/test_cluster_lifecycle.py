@@ -1,8 +1,9 @@
-"""``up`` is idempotent, ``down`` leaves nothing behind, a broken cluster is replaced.
+"""``up`` is idempotent and revives before it replaces; ``down`` stops everything, needing nothing.
 
-These start their own local cluster (named ``cfs-lifecycle``, beside the one
-the rest of the suite uses) through the real command line, with the binaries
-``make test`` already built.
+These start local clusters of their own through the real command line, in a
+course folder under the test's tmp_path that shares the built binaries (see
+the ``course_home`` fixture), so the cluster the rest of the suite uses is
+never touched. A cluster starts in about 5 s.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import kubernetes
+import psutil
 import pytest
 
 from helpers import kube
-from helpers.cluster.local import LocalCluster, process_alive
+from helpers.cluster import processes
+from helpers.cluster.backends import recorded_backend
+from helpers.cluster.local import LocalCluster
 from helpers.cluster.paths import CourseHome
 
 pytestmark = pytest.mark.cluster
@@ -34,20 +38,40 @@ COMPONENTS = {
 }
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+def running(pid: int) -> bool:
+    """A process runs as ``pid`` (a zombie, dead and not yet collected by its parent, does not)."""
+    return processes.identify(pid) is not None
+
+
+def strays(home: CourseHome) -> list[str]:
+    """Processes still running from this course folder (a cluster's leftovers), as commands."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        command = " ".join(process.info["cmdline"] or [])
+        if str(home.root) in command and "helpers.cluster" not in command:
+            found.append(f"{process.pid}: {command[:120]}")
+    return found
+
+
+def cli(
+    home: CourseHome, *args: str, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         [sys.executable, "-m", "helpers.cluster", *args, "--name", NAME],
         cwd=ROOT, capture_output=True, text=True, check=False, timeout=600,
+        env={**(env or os.environ), "CFS_HOME": str(home.root)},
     )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
+    if check:
+        assert result.returncode == 0, result.stdout + result.stderr
     return result
 
 
 @pytest.fixture
-def cluster() -> Iterator[LocalCluster]:
-    local = LocalCluster(CourseHome.from_environment(), NAME)
+def cluster(course_home: CourseHome) -> Iterator[LocalCluster]:
+    local = LocalCluster(course_home, NAME)
     yield local
-    cli("down")
+    cli(course_home, "down")
+    assert not strays(course_home), "processes left running after down"
 
 
 def ready_nodes(local: LocalCluster) -> list[str]:
@@ -61,34 +85,134 @@ def ready_nodes(local: LocalCluster) -> list[str]:
 
 
 def test_up_twice_is_idempotent_and_down_stops_everything(cluster: LocalCluster) -> None:
-    first = cli("up", "--backend", "local")
+    home = cluster.home
+    first = cli(home, "up", "--backend", "local")
     assert "starting the control plane" in first.stderr
-    pids = cluster.processes()
+    pids = cluster.running()
     assert set(pids) == COMPONENTS
-    assert all(process_alive(pid) for pid in pids.values())
     assert ready_nodes(cluster) == [f"{NAME}-control-plane", f"{NAME}-worker", f"{NAME}-worker2"]
 
-    second = cli("up", "--backend", "local")
+    second = cli(home, "up", "--backend", "local")
     assert "already running; nothing to start" in second.stdout
     assert "starting the control plane" not in second.stderr
-    assert cluster.processes() == pids
+    assert cluster.running() == pids
 
-    down = cli("down")
+    down = cli(home, "down")
     assert "is gone (5 processes stopped)" in down.stdout
-    assert not any(process_alive(pid) for pid in pids.values())
+    assert not any(running(pid) for pid in pids.values())
+    assert not strays(home)
     assert not cluster.kwok_dir.exists()
-    assert not cluster.home.cluster_dir(NAME).exists()
+    assert not home.cluster_dir(NAME).exists()
 
 
-def test_broken_cluster_is_detected_and_replaced(cluster: LocalCluster) -> None:
-    cli("up", "--backend", "local")
+def test_down_needs_neither_go_nor_the_built_binaries(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """After a Go upgrade or a wiped cache, `make down` must not build anything first."""
+    home = cluster.home
+    cli(home, "up", "--backend", "local")
+    pids = cluster.processes()
+    shared_cache = home.bin_cache.resolve()
+    home.bin_cache.unlink()
+    home.bin_cache.mkdir()  # an empty cache: nothing built
+    only_python = tmp_path / "path"
+    only_python.mkdir()
+    (only_python / "python3").symlink_to(sys.executable)
+    try:
+        down = cli(home, "down", env={**os.environ, "PATH": str(only_python)}, check=False)
+    finally:
+        home.bin_cache.rmdir()
+        home.bin_cache.symlink_to(shared_cache)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "building" not in down.stderr
+    assert "is gone (5 processes stopped)" in down.stdout
+    assert not any(running(pid) for pid in pids.values())
+    assert not strays(home)
+    assert not cluster.kwok_dir.exists()
+
+
+def test_readyz_sees_a_frozen_etcd_that_version_does_not(cluster: LocalCluster) -> None:
+    cli(cluster.home, "up", "--backend", "local")
+    etcd = psutil.Process(cluster.processes()["etcd"])
+    etcd.suspend()  # SIGSTOP: alive, and answering nobody
+    try:
+        kube.connect(cluster.kubeconfig)  # /version still answers
+        problem = cluster.health_problem()
+    finally:
+        etcd.resume()
+    assert problem is not None, "a cluster whose etcd is frozen was called healthy"
+    assert "not ready" in problem
+    assert "etcd" in problem
+
+
+def test_components_that_died_are_revived_and_the_learners_work_kept(
+    cluster: LocalCluster,
+) -> None:
+    """A laptop that slept: kube-controller-manager and kube-scheduler gave up their leases."""
+    home = cluster.home
+    cli(home, "up", "--backend", "local")
+    core = kubernetes.client.CoreV1Api(kube.connect(cluster.kubeconfig))
+    core.create_namespaced_config_map("default", {"metadata": {"name": "learners-work"}})
+    before = cluster.processes()
+    for component in ("kube-controller-manager", "kube-scheduler"):
+        os.kill(before[component], signal.SIGKILL)
+        psutil.Process(before[component]).wait(10)
+
+    again = cli(home, "up")
+
+    assert "started kube-controller-manager, kube-scheduler again" in again.stdout
+    assert "deleting" not in again.stdout
+    assert "already running" in again.stdout
+    after = cluster.processes()
+    assert set(after) == COMPONENTS
+    assert all(running(pid) for pid in after.values())
+    for component in ("etcd", "kube-apiserver", "kwok-controller"):
+        assert after[component] == before[component], f"{component} was restarted"
+    core = kubernetes.client.CoreV1Api(kube.connect(cluster.kubeconfig))
+    assert core.read_namespaced_config_map("learners-work", "default").metadata.name
+
+
+def test_a_cluster_reviving_cannot_fix_is_replaced_and_says_what_is_lost(
+    cluster: LocalCluster,
+) -> None:
+    home = cluster.home
+    cli(home, "up", "--backend", "local")
     old = cluster.processes()
     os.kill(old["kube-apiserver"], signal.SIGKILL)
+    psutil.Process(old["kube-apiserver"]).wait(10)
+    (cluster.kwok_dir / "bin" / "kube-apiserver").unlink()  # nothing left to start it from
 
-    again = cli("up")  # auto: the recorded backend is local
-    assert "found a broken cluster" in again.stdout
+    again = cli(home, "up")  # auto: the recorded backend is local
+
     assert "kube-apiserver not running" in again.stdout
+    assert "restarting its components did not help" in again.stdout
+    assert "what was created in it is lost" in again.stdout
     new = cluster.processes()
     assert set(new) == COMPONENTS
-    assert not any(process_alive(pid) for pid in old.values()), "old processes left running"
+    assert not any(running(pid) for pid in old.values()), "old processes left running"
     assert len(ready_nodes(cluster)) == 3
+
+
+def test_a_corrupt_state_file_does_not_hide_a_running_cluster(cluster: LocalCluster) -> None:
+    home = cluster.home
+    cli(home, "up", "--backend", "local")
+    pids = cluster.processes()
+    home.state_file(NAME).write_text("{}")  # say, an editor saved an empty object
+
+    down = cli(home, "down")
+
+    assert "nothing to stop" not in down.stdout
+    assert "is gone (5 processes stopped)" in down.stdout
+    assert not any(running(pid) for pid in pids.values())
+    assert not strays(home)
+
+
+@pytest.mark.parametrize("garbage", ['{"backend": "lo', "null", "[]", "{}", '{"backend": 7}'])
+def test_a_corrupt_state_file_falls_back_to_kwokctls_folder(
+    course_home: CourseHome, garbage: str
+) -> None:
+    course_home.cluster_dir(NAME).mkdir(parents=True)
+    course_home.state_file(NAME).write_text(garbage)
+    (course_home.kwok_workdir / "clusters" / NAME).mkdir(parents=True)
+
+    assert recorded_backend(course_home, NAME) == "local"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -50,7 +51,12 @@ def _up(home: CourseHome, args: argparse.Namespace) -> int:
 def _down(home: CourseHome, args: argparse.Namespace) -> int:
     backend = recorded_backend(home, args.name)
     if backend is None:
-        print(f"==> no cluster named '{args.name}'; nothing to stop.")
+        leftover = home.cluster_dir(args.name)
+        if leftover.exists():
+            shutil.rmtree(leftover, ignore_errors=True)
+            print(f"==> no cluster named '{args.name}' runs; removed its leftover {leftover}.")
+        else:
+            print(f"==> no cluster named '{args.name}'; nothing to stop.")
         return 0
     cluster_for(backend, home, args.name).down()
     return 0
@@ -68,12 +74,24 @@ def _status(home: CourseHome, args: argparse.Namespace) -> int:
     print(f"cluster:    {args.name} ({backend} backend)")
     print(f"context:    {context} at {server}")
     print(f"kubernetes: {version}")
+    print(f"ready:      {kube.readiness_problem(api, timeout=10) or 'yes (/readyz)'}")
     from kubernetes.client import CoreV1Api
 
     for node in CoreV1Api(api).list_node().items:
         ready = next((c.status for c in node.status.conditions or [] if c.type == "Ready"), "?")
         print(f"node:       {node.metadata.name} Ready={ready}")
     print(f"kubeconfig: {path}")
+    return 0
+
+
+def _logs(home: CourseHome, args: argparse.Namespace) -> int:
+    backend = recorded_backend(home, args.name)
+    if backend is None:
+        raise CourseError(
+            f"There is no cluster named '{args.name}', so there are no logs to show.",
+            "start it with `python -m helpers.cluster up`.",
+        )
+    cluster_for(backend, home, args.name).logs(args.component, args.lines)
     return 0
 
 
@@ -109,6 +127,9 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--kubeconfig", type=Path, help="source kubeconfig (existing backend)")
     up.add_argument("--context", help="source context (existing backend; default current)")
     command("down", _down, "stop the cluster and remove its state")
+    logs = command("logs", _logs, "show the last lines of each control-plane component's log")
+    logs.add_argument("--component", help="only this component (say kube-apiserver)")
+    logs.add_argument("--lines", type=int, default=20, help="lines per component (default 20)")
     command("status", _status, "show which cluster the course uses and whether it is healthy")
     command("kubeconfig", _kubeconfig, "print the path of the kubeconfig notebooks use")
     command("build", _build, "build the local control plane's binaries (cached by version)")

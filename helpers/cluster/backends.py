@@ -9,7 +9,7 @@ from typing import Protocol
 
 from ..errors import CourseError
 from .existing import ExistingCluster
-from .kind import KindCluster, docker_available, kind_available
+from .kind import KindCluster, docker_available, kind_available, kind_clusters
 from .local import LocalCluster
 from .paths import CourseHome
 
@@ -25,6 +25,8 @@ class Backend(Protocol):
     def up(self) -> None: ...
 
     def down(self, *, quiet: bool = False) -> None: ...
+
+    def logs(self, component: str | None, lines: int) -> None: ...
 
 
 def choose_backend() -> str:
@@ -47,16 +49,26 @@ def choose_backend() -> str:
     return "local"
 
 
+BACKENDS = ("local", "kind", "existing")
+
+
 def recorded_backend(home: CourseHome, name: str) -> str | None:
-    """The backend that created cluster ``name``, from its state file or kwokctl's folder."""
-    state = home.state_file(name)
-    if state.exists():
-        try:
-            return json.loads(state.read_text()).get("backend")
-        except ValueError:
-            pass
+    """The backend that created cluster ``name``, or None when there is no such cluster.
+
+    Our state file says, unless it is damaged (an editor, a full disk, a
+    killed write); then kwokctl's folder or kind's list of clusters tells the
+    truth, so ``down`` never reports "nothing to stop" while a cluster runs.
+    """
+    try:
+        backend = json.loads(home.state_file(name).read_text()).get("backend")
+    except (OSError, ValueError, AttributeError):
+        backend = None
+    if backend in BACKENDS:
+        return backend
     if (home.kwok_workdir / "clusters" / name).exists():
         return "local"
+    if kind_available() and name in kind_clusters():
+        return "kind"
     return None
 
 
@@ -74,8 +86,5 @@ def cluster_for(
     if backend == "kind":
         return KindCluster(home, name)
     if backend == "existing":
-        from ..kube import default_kubeconfig
-
-        source = kubeconfig or default_kubeconfig(home)
-        return ExistingCluster(home, name, source, context)
+        return ExistingCluster(home, name, kubeconfig, context)
     raise CourseError(f"Unknown backend '{backend}'.", "use one of: local, kind, existing.")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import kube
 from .local import LocalCluster
 from .paths import CourseHome
+
+BACKENDS = ("local", "kind", "existing")
 
 
 @dataclass(frozen=True)
@@ -28,15 +32,53 @@ class ClusterInfo:
 
 
 def describe(kubeconfig: str | Path | None = None, context: str | None = None) -> ClusterInfo:
-    """Describe the cluster ``kubeconfig`` (default: as :func:`kube.connect` finds it) points at."""
-    path = Path(kubeconfig) if kubeconfig else kube.default_kubeconfig()
-    name, server = kube.describe_context(path, context)
-    etcd_url = None
-    if name.startswith("kwok-"):
-        backend = "local"
-        etcd_url = LocalCluster(CourseHome.from_environment(), name.removeprefix("kwok-")).etcd_url
-    elif name.startswith("kind-"):
-        backend = "kind"
+    """Describe the cluster ``kubeconfig`` (default: as :func:`kube.connect` finds it) points at.
+
+    The backend comes from what ``up`` recorded beside the kubeconfig it wrote
+    (``<home>/clusters/<name>/state.json``); a context's name says nothing
+    reliable (anyone may call a context ``kwok-...``). Only a kubeconfig the
+    course did not write is judged by its context's name.
+    """
+    config = kube.Kubeconfig(kubeconfig)
+    entry = config.context(context)
+    name = str(entry.value["name"])
+    record = _course_record(entry.source, name)
+    if record is not None:
+        backend, home, cluster_name = record
     else:
-        backend = "existing"
-    return ClusterInfo(backend, name, server, path, etcd_url)
+        backend, home, cluster_name = _guess_from_name(name)
+    return ClusterInfo(
+        backend, name, config.server(entry), entry.source, etcd_url_for(backend, home, cluster_name)
+    )
+
+
+def etcd_url_for(backend: str, home: CourseHome, cluster_name: str) -> str | None:
+    """Where etcd answers directly, or None: only the local control plane exposes it."""
+    if backend != "local":
+        return None
+    return LocalCluster(home, cluster_name).etcd_url
+
+
+def _course_record(kubeconfig: Path, context: str) -> tuple[str, CourseHome, str] | None:
+    """``(backend, home, cluster name)`` if ``up`` wrote this kubeconfig for ``context``."""
+    path = kubeconfig.resolve()
+    if path.name != "kubeconfig" or path.parent.parent.name != "clusters":
+        return None
+    try:
+        state: Any = json.loads((path.parent / "state.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict) or state.get("backend") not in BACKENDS:
+        return None
+    if state.get("context") not in (None, context):
+        return None  # the record is about another context of this file
+    return state["backend"], CourseHome(path.parent.parent.parent), path.parent.name
+
+
+def _guess_from_name(context: str) -> tuple[str, CourseHome, str]:
+    """No record: kwokctl and kind name their contexts ``kwok-<name>`` and ``kind-<name>``."""
+    home = CourseHome.from_environment()
+    for prefix, backend in (("kwok-", "local"), ("kind-", "kind")):
+        if context.startswith(prefix):
+            return backend, home, context.removeprefix(prefix)
+    return "existing", home, context

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,17 @@ def docker_available() -> bool:
 
 def kind_available() -> bool:
     return shutil.which("kind") is not None
+
+
+def kind_clusters() -> list[str]:
+    """The clusters kind knows ([] when kind or Docker does not answer)."""
+    try:
+        result = subprocess.run(
+            ["kind", "get", "clusters"], capture_output=True, text=True, check=False, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return result.stdout.split()
 
 
 @dataclass
@@ -68,7 +80,7 @@ class KindCluster:
                 "or use `python -m helpers.cluster up --backend local` (needs Go).",
             )
         self.home.cluster_dir(self.name).mkdir(parents=True, exist_ok=True)
-        running = self.name in self._existing()
+        running = self.name in kind_clusters()
         if running:
             problem = self._health_problem()  # also refreshes our copy of its kubeconfig
             if problem is None:
@@ -83,6 +95,7 @@ class KindCluster:
                     "create", "cluster", "--name", self.name, "--config", str(KIND_CONFIG),
                     "--kubeconfig", str(self.kubeconfig), "--wait", f"{SETUP_TIMEOUT_SECONDS}s",
                 )  # fmt: skip
+        self.kubeconfig.chmod(0o600)  # it holds the cluster's admin credentials
         api = kube.connect(self.kubeconfig, self.context)
         with step("installing the Foo CRD"):
             bootstrap.install_foo_crd(api, SETUP_TIMEOUT_SECONDS)
@@ -91,30 +104,34 @@ class KindCluster:
         )
 
     def down(self, *, quiet: bool = False) -> None:
-        if kind_available() and self.name in self._existing():
+        if kind_available() and self.name in kind_clusters():
             self._kind("delete", "cluster", "--name", self.name)
         shutil.rmtree(self.home.cluster_dir(self.name), ignore_errors=True)
         if not quiet:
             print(f"==> kind cluster '{self.name}' is gone.")
 
-    def _existing(self) -> list[str]:
-        result = subprocess.run(
-            ["kind", "get", "clusters"], capture_output=True, text=True, check=False
-        )
-        return result.stdout.split()
+    def logs(self, component: str | None, lines: int) -> None:
+        """Export every node's logs with ``kind export logs`` and say where they went."""
+        folder = self.home.root / "logs" / f"{self.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        self._kind("export", "logs", str(folder), "--name", self.name)
+        node = f"{self.name}-control-plane"
+        print(f"==> kind exported the logs of cluster '{self.name}' to {folder}")
+        print(f"    control-plane components: {folder / node / 'containers'}")
+        print(f"    the kubelet: {folder / node / 'kubelet.log'}")
 
     def _health_problem(self) -> str | None:
         self._export_kubeconfig()  # its address may have changed since we last wrote it
         try:
-            kube.connect(self.kubeconfig, self.context, probe_timeout=5)
+            api = kube.connect(self.kubeconfig, self.context, probe_timeout=5)
         except CourseError as exc:
             return exc.problem
-        return None
+        return kube.readiness_problem(api, timeout=10)
 
     def _export_kubeconfig(self) -> None:
         self._kind(
             "export", "kubeconfig", "--name", self.name, "--kubeconfig", str(self.kubeconfig)
         )
+        self.kubeconfig.chmod(0o600)
 
     def _kind(self, *args: str) -> None:
         result = subprocess.run(["kind", *args], capture_output=True, text=True, check=False)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -27,12 +26,18 @@ import yaml
 
 from .. import kube
 from ..errors import CourseError
-from . import bootstrap
+from . import bootstrap, processes
 from .build import KUBERNETES, ensure_all_built
-from .paths import CourseHome
+from .paths import CourseHome, write_private
+from .processes import Identity
 from .progress import step
 
 START_TIMEOUT_SECONDS = 300
+# After a laptop sleep the components that died are started again; give the
+# API server this long to become ready before we call the cluster broken.
+REVIVE_TIMEOUT_SECONDS = 60
+# /readyz checks etcd with its own timeout (4 s when etcd does not answer).
+READYZ_TIMEOUT_SECONDS = 10
 
 # The API server's watch cache answers watches and lists from memory, so
 # compacting etcd never shows through it. For PodTemplates (a kind nothing in
@@ -73,72 +78,110 @@ class LocalCluster:
         return f"http://127.0.0.1:{port}" if port else None
 
     def _saved_configuration(self) -> dict[str, Any]:
-        """The KwokctlConfiguration kwokctl saved in kwok.yaml ({} before the cluster exists)."""
-        saved = self.kwok_dir / "kwok.yaml"
-        if saved.exists():
-            for document in yaml.safe_load_all(saved.read_text()):
-                if document and document.get("kind") == "KwokctlConfiguration":
-                    return document
+        """The KwokctlConfiguration kwokctl saved in kwok.yaml ({} if there is none to read)."""
+        try:
+            documents = list(yaml.safe_load_all((self.kwok_dir / "kwok.yaml").read_text()))
+        except (OSError, yaml.YAMLError):
+            return {}
+        for document in documents:
+            if isinstance(document, dict) and document.get("kind") == "KwokctlConfiguration":
+                return document
         return {}
+
+    @property
+    def identities_file(self) -> Path:
+        """What each component's process was when we started it (see :mod:`.processes`)."""
+        return self.home.cluster_dir(self.name) / "processes.json"
 
     # -- lifecycle ----------------------------------------------------------
 
     def up(self) -> None:
-        """Start the cluster, or leave a healthy one as it is; replace a broken one."""
-        binaries = ensure_all_built(self.home)
+        """Start the cluster, or leave a healthy one as it is; replace a broken one.
+
+        A cluster whose components died (a laptop that slept, a reboot) gets
+        them started again first: replacing it would lose what the learner
+        created in it, so that happens only when reviving did not help.
+        """
         if self.kwok_dir.exists() or self.kubeconfig.exists():
-            problem = self.health_problem()
+            problem = self._health_after_revival()
             if problem is None:
                 print(f"==> cluster '{self.name}' is already running; nothing to start.")
+                self._write_state()
+                self.record_identities()
                 self._finish_setup()
                 return
             print(
-                f"==> found a broken cluster '{self.name}' ({problem}); "
-                "deleting it and starting a new one."
+                f"==> cluster '{self.name}' is broken ({problem}) and restarting its components "
+                "did not help; deleting it and starting a new one (what was created in it is lost)."
             )
             self.down(quiet=True)
         if self.port:
-            ensure_port_free(self.port)
+            ensure_port_free(self.port)  # before a build that may take minutes
+        binaries = ensure_all_built(self.home)
         self.home.cluster_dir(self.name).mkdir(parents=True, exist_ok=True)
+        self._write_state()  # first, so that `down` finds a cluster whose start failed half way
         config = self._write_kwokctl_config(binaries)
         with step(f"starting the control plane '{self.name}' (etcd, kube-apiserver, "
                   "kube-controller-manager, kube-scheduler, kwok)"):  # fmt: skip
-            self._kwokctl(
-                "create", "cluster", "--name", self.name, "--runtime", "binary",
-                "--config", str(config), "--kubeconfig", str(self.kubeconfig),
-                "--wait", f"{START_TIMEOUT_SECONDS}s", "--timeout", f"{START_TIMEOUT_SECONDS}s",
-                binaries=binaries,
-            )  # fmt: skip
-        self._finish_setup()
-        self.home.state_file(self.name).write_text(
-            json.dumps({"backend": "local", "context": self.context}, indent=2) + "\n"
-        )
-
-    def down(self, *, quiet: bool = False) -> None:
-        """Stop every process this cluster started and remove its state."""
-        pids = self.processes()
-        if self.kwok_dir.exists():
-            binaries = ensure_all_built(self.home)
             try:
                 self._kwokctl(
-                    "delete", "cluster", "--name", self.name,
-                    "--kubeconfig", str(self.kubeconfig), binaries=binaries,
+                    "create", "cluster", "--name", self.name, "--runtime", "binary",
+                    "--config", str(config), "--kubeconfig", str(self.kubeconfig),
+                    "--wait", f"{START_TIMEOUT_SECONDS}s", "--timeout", f"{START_TIMEOUT_SECONDS}s",
+                    binaries=binaries,
                 )  # fmt: skip
-            except CourseError as exc:
-                if not quiet:
-                    print(f"    kwokctl could not delete the cluster cleanly: {exc.problem}")
-        survivors = [pid for pid in pids.values() if process_alive(pid)]
-        for pid in survivors:
-            terminate(pid)
+            finally:
+                self.record_identities()  # also what a failed create left running
+        write_private(self.kubeconfig, self.kubeconfig.read_text())
+        self._finish_setup()
+
+    def down(self, *, quiet: bool = False) -> None:
+        """Stop every process this cluster started, and only those; then remove its state.
+
+        Neither Go nor the built binaries are needed. kwokctl's own ``delete
+        cluster`` would SIGKILL whatever process now has a recorded number, and
+        for the binary runtime all it does is kill the processes and delete its
+        folder, so we do both ourselves, with each process verified first.
+        (SIGKILL, as kwokctl does: the API server's graceful shutdown takes
+        longer than a minute, and the cluster's data is deleted next anyway.)
+        """
+        ours = self._running()
+        strangers = {
+            component: pid
+            for component, pid in self.processes().items()
+            if component not in ours and processes.exists(pid)
+        }
+        stopped = processes.stop(list(ours.values()), grace=0)
         for path in (self.kwok_dir, self.home.cluster_dir(self.name)):
             _remove_tree(path)
         if not quiet:
-            print(f"==> cluster '{self.name}' is gone ({len(pids)} processes stopped).")
+            for component, pid in sorted(strangers.items()):
+                print(
+                    f"    pid {pid} (from {component}.pid) is not {component} any more: "
+                    "another program has that number now; left it alone."
+                )
+            print(f"==> cluster '{self.name}' is gone ({stopped} processes stopped).")
 
-    # -- health -------------------------------------------------------------
+    def logs(self, component: str | None, lines: int) -> None:
+        """Print the last ``lines`` lines of each component's log, and where the logs are."""
+        folder = self.kwok_dir / "logs"
+        names = [name for name in self._component_names() if (folder / f"{name}.log").exists()]
+        if component is not None and component not in names:
+            raise CourseError(
+                f"Cluster '{self.name}' has no log for a component named '{component}'.",
+                f"use one of: {', '.join(names) or '(none yet)'}.",
+            )
+        print(f"==> the logs of cluster '{self.name}' are in {folder}")
+        print(f"    kwokctl's own log: {self.home.root / f'kwokctl-{self.name}.log'}")
+        for name in [component] if component else names:
+            print(f"\n--- {name}: the last {lines} lines of {folder / f'{name}.log'}")
+            for line in tail(folder / f"{name}.log", lines):
+                print(line)
+
+    # -- which processes are ours ---------------------------------------------
 
     def processes(self) -> dict[str, int]:
-        """``{component: pid}`` from kwokctl's pid files."""
+        """``{component: pid}`` as kwokctl's pid files say: maybe stale, see :meth:`running`."""
         found: dict[str, int] = {}
         pid_dir = self.kwok_dir / "pids"
         if pid_dir.is_dir():
@@ -148,31 +191,109 @@ class LocalCluster:
                     found[pid_file.stem] = int(text)
         return found
 
+    def running(self) -> dict[str, int]:
+        """``{component: pid}`` of the components whose recorded process is verifiably ours."""
+        return {component: identity.pid for component, identity in self._running().items()}
+
+    def record_identities(self) -> None:
+        """Remember which process each component is, so a reused pid is never mistaken for it."""
+        running = self._running()
+        document = {component: identity.to_json() for component, identity in running.items()}
+        self.identities_file.parent.mkdir(parents=True, exist_ok=True)
+        self.identities_file.write_text(json.dumps(document, indent=2) + "\n")
+
+    def _running(self) -> dict[str, Identity]:
+        recorded = self._recorded_identities()
+        found: dict[str, Identity] = {}
+        for component, pid in self.processes().items():
+            now = processes.identify(pid)
+            if now is not None and self._is_ours(component, now, recorded.get(component)):
+                found[component] = now
+        return found
+
+    def _is_ours(self, component: str, now: Identity, recorded: Identity | None) -> bool:
+        """Is the process ``now`` running as ``component``'s pid the one this cluster started?"""
+        if recorded is not None and recorded.pid == now.pid:
+            return recorded.same_process(now)
+        # No record of this pid (a cluster started before we kept one, or a
+        # process kwokctl started during a failed `up`): kwokctl's files decide.
+        # Its component runs the binary kwok.yaml names, from this cluster's
+        # folder, and was started before its pid file was written.
+        binary = self._component_definition(component, missing_ok=True).get("binary")
+        if not binary:
+            return False
+        try:
+            written = (self.kwok_dir / "pids" / f"{component}.pid").stat().st_mtime
+        except OSError:
+            return False
+        return (
+            now.exe == os.path.realpath(binary)
+            and processes.command_line(now.pid)[:1] == [binary]
+            and now.started <= written + 1.0
+        )
+
+    def _recorded_identities(self) -> dict[str, Identity]:
+        try:
+            document = json.loads(self.identities_file.read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(document, dict):
+            return {}
+        found = {component: Identity.from_json(data) for component, data in document.items()}
+        return {component: identity for component, identity in found.items() if identity}
+
+    # -- health -------------------------------------------------------------
+
     def health_problem(self) -> str | None:
-        """None when every component runs and the API answers; else what is wrong."""
-        pids = self.processes()
-        if not pids:
+        """None when every component runs and the API server is ready; else what is wrong.
+
+        Ready means ``/readyz``, which checks etcd among other things; ``/version``
+        answers from the API server alone, even while etcd is frozen.
+        """
+        expected = set(self._component_names())
+        if not expected:
             return "no processes recorded"
-        dead = sorted(name for name, pid in pids.items() if not process_alive(pid))
+        dead = sorted(expected - set(self._running()))
         if dead:
             return f"{', '.join(dead)} not running"
         try:
-            kube.connect(self.kubeconfig, self.context, probe_timeout=3)
+            api = kube.connect(self.kubeconfig, self.context, probe_timeout=3)
         except CourseError as exc:
             return exc.problem
-        return None
+        return kube.readiness_problem(api, timeout=READYZ_TIMEOUT_SECONDS)
 
-    # -- one component at a time (for failure drills) ---------------------------
+    def _health_after_revival(self) -> str | None:
+        """The cluster's problem after starting its dead components again (None: healthy)."""
+        problem = self.health_problem()
+        if problem is None:
+            return None
+        try:
+            revived = self.revive()
+        except (OSError, CourseError) as exc:
+            return f"{problem}; starting it again failed: {str(exc).splitlines()[0]}"
+        if revived:
+            print(f"==> cluster '{self.name}': {problem}; started {', '.join(revived)} again.")
+        deadline = time.monotonic() + REVIVE_TIMEOUT_SECONDS
+        while (problem := self.health_problem()) is not None and time.monotonic() < deadline:
+            time.sleep(1)  # a starting process announces nothing we could wait on
+        return problem
+
+    # -- one component at a time (failure drills, and reviving) -----------------
 
     def stop_component(self, component: str) -> None:
-        """Stop one component (say ``kube-apiserver``) and leave the rest running."""
-        pid = self.processes().get(component)
-        if pid is None:
+        """Stop one component (say ``kube-apiserver``) and leave the rest running.
+
+        A component that is not running, or whose pid now belongs to another
+        program, is left as it is.
+        """
+        if component not in self._component_names():
             raise CourseError(
                 f"The cluster has no component named '{component}'.",
-                f"use one of: {', '.join(sorted(self.processes()))}.",
+                f"use one of: {', '.join(sorted(self._component_names()))}.",
             )
-        terminate(pid)
+        identity = self._running().get(component)
+        if identity is not None:
+            processes.stop([identity])
 
     def start_component(self, component: str) -> int:
         """Start a stopped component again with the command line kwokctl gave it; return its pid.
@@ -190,6 +311,7 @@ class LocalCluster:
                 start_new_session=True,  # like kwokctl: not tied to our terminal or process
             )  # fmt: skip
         (self.kwok_dir / "pids" / f"{component}.pid").write_text(str(process.pid))
+        self.record_identities()
         return process.pid
 
     def revive(self) -> list[str]:
@@ -197,24 +319,39 @@ class LocalCluster:
 
         On a real node the kubelet restarts control-plane static pods that exit.
         kube-controller-manager and kube-scheduler exit on purpose when they
-        cannot renew their leader lease for 10 s (an API server down that long),
-        so after a failure drill this plays the kubelet's part.
+        cannot renew their leader lease for 10 s (an API server down that long,
+        or a laptop asleep), so this plays the kubelet's part. Components start
+        in kwokctl's order: etcd before the API server before the rest.
         """
-        dead = [name for name, pid in self.processes().items() if not process_alive(pid)]
+        running = self._running()
+        dead = [name for name in self._component_names() if name not in running]
         for name in dead:
             self.start_component(name)
         return dead
 
-    def _component_definition(self, component: str) -> dict[str, Any]:
+    def _component_names(self) -> list[str]:
+        """The components kwokctl defined for this cluster, in its start order."""
+        names = [d["name"] for d in self._saved_configuration().get("components") or []]
+        return names or sorted(self.processes())
+
+    def _component_definition(self, component: str, *, missing_ok: bool = False) -> dict[str, Any]:
         for definition in self._saved_configuration().get("components") or []:
             if definition.get("name") == component:
                 return definition
+        if missing_ok:
+            return {}
         raise CourseError(
             f"kwokctl's configuration has no component '{component}'.",
             "recreate the cluster with `python -m helpers.cluster down` and `up`.",
         )
 
     # -- helpers ----------------------------------------------------------------
+
+    def _write_state(self) -> None:
+        self.home.cluster_dir(self.name).mkdir(parents=True, exist_ok=True)
+        self.home.state_file(self.name).write_text(
+            json.dumps({"backend": "local", "context": self.context}, indent=2) + "\n"
+        )
 
     def _finish_setup(self) -> None:
         api = kube.connect(self.kubeconfig, self.context)
@@ -290,31 +427,19 @@ def ensure_port_free(port: int) -> None:
             ) from exc
 
 
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie still answers kill(0); it is not running anything.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][:1] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def terminate(pid: int, grace: float = 10.0) -> None:
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace
-    while process_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)  # no event tells us another process ended; poll briefly
-    if process_alive(pid):
-        os.kill(pid, signal.SIGKILL)
+def tail(path: Path, lines: int) -> list[str]:
+    """The last ``lines`` lines of a file, read from its end (an API server log grows large)."""
+    if lines <= 0:
+        return []
+    with path.open("rb") as log:
+        end = log.seek(0, os.SEEK_END)
+        block, data = 64 * 1024, b""
+        while end > 0 and data.count(b"\n") <= lines:
+            start = max(0, end - block)
+            log.seek(start)
+            data = log.read(end - start) + data
+            end = start
+    return data.decode(errors="replace").splitlines()[-lines:]
 
 
 def _remove_tree(path: Path) -> None:

@@ -50,3 +50,12 @@ class CourseHome:
 
     def state_file(self, name: str) -> Path:
         return self.cluster_dir(name) / "state.json"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a file only its owner may read: kubeconfigs hold credentials."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as out:
+        os.fchmod(out.fileno(), 0o600)  # a file that existed keeps its old mode through open()
+        out.write(text)

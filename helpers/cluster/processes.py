@@ -1,0 +1,125 @@
+"""Is process N still the one we started? Asked before every signal we send.
+
+kwokctl writes each component's process id to a pid file, and the file outlives
+the process. Process ids are reused: after a reboot, or once enough processes
+have come and gone, the number in a pid file may belong to an editor, a shell,
+another cluster's etcd, or another user's program. Sending it SIGTERM because
+a file said so would kill the wrong thing.
+
+So a process is ours only when two facts that a reused number cannot fake
+match: the executable it runs, and the moment it started (:class:`Identity`).
+A process we may not inspect (another user's) is not ours, and asking about it
+never raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import psutil
+
+# psutil derives a start time from the boot time and the kernel's tick count;
+# two readings of the same process agree to well under this.
+SAME_START_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Identity:
+    """One process, told apart from any later process that gets the same number."""
+
+    pid: int
+    exe: str  # the executable's real path (symlinks resolved by the kernel)
+    started: float  # seconds since the epoch
+
+    def same_process(self, other: Identity) -> bool:
+        return (
+            self.pid == other.pid
+            and self.exe == other.exe
+            and abs(self.started - other.started) < SAME_START_SECONDS
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Identity | None:
+        """The identity a record holds, or None for a record that is not one."""
+        try:
+            return cls(int(data["pid"]), str(data["exe"]), float(data["started"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+def identify(pid: int) -> Identity | None:
+    """Who runs as ``pid`` now; None if nobody, a zombie, or a process we may not inspect."""
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return Identity(pid, process.exe(), process.create_time())
+    except (psutil.Error, OSError):  # gone, a zombie, or another user's (AccessDenied)
+        return None
+
+
+def command_line(pid: int) -> list[str]:
+    """The process's argv, or [] when it is gone or hidden from us."""
+    try:
+        return psutil.Process(pid).cmdline()
+    except (psutil.Error, OSError):
+        return []
+
+
+def exists(pid: int) -> bool:
+    """Some process (ours or not) has this number."""
+    return psutil.pid_exists(pid)
+
+
+def stop(identities: list[Identity], grace: float = 10.0) -> int:
+    """Signal each process that is still exactly its ``identity``; return how many were.
+
+    SIGTERM first, and SIGKILL for any that outlives ``grace`` seconds;
+    ``grace=0`` sends SIGKILL at once. psutil checks again, right before each
+    signal, that the number still belongs to the process we looked at (its
+    start time), so a process replaced in between is not hit either.
+    """
+    targets: list[psutil.Process] = []
+    for identity in identities:
+        if (now := identify(identity.pid)) is None or not now.same_process(identity):
+            continue
+        try:
+            process = psutil.Process(identity.pid)
+            if grace > 0:
+                process.terminate()
+            else:
+                process.kill()
+        except (psutil.Error, OSError):
+            continue
+        targets.append(process)
+    survivors = _wait(targets, grace)
+    for process in survivors:
+        with contextlib.suppress(psutil.Error, OSError):
+            process.kill()
+    _wait(survivors, 5.0)
+    return len(targets)
+
+
+def _wait(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait until every process has exited (a zombie has); return those still running."""
+    deadline = time.monotonic() + timeout
+    running = processes
+    while running:
+        _, running = psutil.wait_procs(running, timeout=min(0.2, timeout))
+        running = [process for process in running if _still_running(process)]
+        if time.monotonic() >= deadline:
+            break
+    return running
+
+
+def _still_running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except (psutil.Error, OSError):
+        return False
