@@ -9,26 +9,47 @@ small wrapper modules in ``cluster/go/`` pin the versions and hold the
 
 A cold build takes tens of minutes on two cores, so results go to a cache
 outside the checkout (see :mod:`helpers.cluster.paths`), keyed by the module's
-version, the Go version and a hash of its ``go.sum``. A second ``up`` finds
-them and starts in seconds; a changed pin builds a new folder beside the old.
+version, the Go version, and a hash of its ``go.mod``, ``go.sum`` and the build
+recipe (flags, environment, packages). A second ``up`` finds them and starts in
+seconds; a changed pin or flag builds a new folder beside the old one, which
+running clusters may still use.
+
+Two ``make up`` at once must not build into the same folder: a file lock in the
+cache lets one build while the other waits, and whoever holds it removes the
+scratch folders a killed build left behind.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import CourseError
 from .paths import CourseHome
 from .progress import step
 
 GO_MODULES_DIR = Path(__file__).resolve().parents[2] / "cluster" / "go"
+
+# How every component is built; all of it is part of the cache key.
+BUILD_ENVIRONMENT = {
+    "CGO_ENABLED": "0",
+    # Never let `go` fetch a different toolchain: the machine's Go is the one we checked.
+    "GOTOOLCHAIN": "local",
+    "GOFLAGS": "-mod=readonly -buildvcs=false",
+}
+BUILD_FLAGS = ("-trimpath",)
+LOCK_FILE = ".build.lock"
 
 
 @dataclass(frozen=True)
@@ -123,11 +144,27 @@ def go_version() -> str:
     return version
 
 
+def build_command(component: GoComponent, output_dir: Path) -> list[str]:
+    return [
+        "go", "build", *BUILD_FLAGS, "-ldflags", component.ldflags(),
+        "-o", _output_path(component, output_dir), *component.packages,
+    ]  # fmt: skip
+
+
+def build_recipe(component: GoComponent) -> dict[str, Any]:
+    """Everything besides the sources that decides what a build produces."""
+    return {
+        "command": build_command(component, Path("<output>")),
+        "environment": dict(BUILD_ENVIRONMENT),
+    }
+
+
 def cache_key(component: GoComponent, go: str) -> str:
     """``kubernetes-v1.36.3-go1.26.8-1a2b3c4d5e6f``: changes whenever an input changes."""
     digest = hashlib.sha256()
     for name in ("go.mod", "go.sum"):
         digest.update((component.source_dir / name).read_bytes())
+    digest.update(json.dumps(build_recipe(component), sort_keys=True).encode())
     return f"{component.name}-{component.version()}-{go}-{digest.hexdigest()[:12]}"
 
 
@@ -136,25 +173,47 @@ def ensure_built(home: CourseHome, component: GoComponent) -> dict[str, Path]:
     go = go_version()
     target = home.bin_cache / cache_key(component, go)
     binaries = {name: target / name for name in component.binary_names()}
-    if (target / ".complete").exists() and all(path.exists() for path in binaries.values()):
-        return binaries
 
-    home.bin_cache.mkdir(parents=True, exist_ok=True)
-    # Build into a scratch folder and rename it into place, so an interrupted
-    # build never leaves a cache entry that looks complete.
-    scratch = Path(tempfile.mkdtemp(prefix=f".{component.name}-", dir=home.bin_cache))
-    try:
-        what = f"building {component.name} {component.version()} ({', '.join(binaries)})"
-        with step(what):
-            _go_build(component, scratch)
-        (scratch / ".complete").write_text(f"{component.module} {component.version()} {go}\n")
-        if target.exists():
-            shutil.rmtree(target)
-        scratch.rename(target)
-    finally:
-        if scratch.exists():
-            shutil.rmtree(scratch, ignore_errors=True)
+    def cached() -> bool:
+        return (target / ".complete").exists() and all(path.exists() for path in binaries.values())
+
+    if cached():
+        return binaries
+    with build_lock(home):
+        if cached():  # built by whoever held the lock before us
+            return binaries
+        for orphan in home.bin_cache.glob(f".{component.name}-*"):
+            shutil.rmtree(orphan, ignore_errors=True)  # a killed build's scratch folder
+        # Build into a scratch folder and rename it into place, so an interrupted
+        # build never leaves a cache entry that looks complete.
+        scratch = Path(tempfile.mkdtemp(prefix=f".{component.name}-", dir=home.bin_cache))
+        try:
+            with step(f"building {component.name} {component.version()} ({', '.join(binaries)})"):
+                _go_build(component, scratch)
+            (scratch / ".complete").write_text(f"{component.module} {component.version()} {go}\n")
+            if target.exists():
+                shutil.rmtree(target)
+            scratch.rename(target)
+        finally:
+            if scratch.exists():
+                shutil.rmtree(scratch, ignore_errors=True)
     return binaries
+
+
+@contextmanager
+def build_lock(home: CourseHome) -> Iterator[None]:
+    """Hold the cache's build lock (waiting, and saying so, while another build has it)."""
+    home.bin_cache.mkdir(parents=True, exist_ok=True)
+    with (home.bin_cache / LOCK_FILE).open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            with step(f"waiting for another build in {home.bin_cache} to finish"):
+                fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def ensure_all_built(home: CourseHome) -> dict[str, Path]:
@@ -173,19 +232,9 @@ def _output_path(component: GoComponent, output_dir: Path) -> str:
 
 
 def _go_build(component: GoComponent, output_dir: Path) -> None:
-    environment = {
-        **os.environ,
-        "CGO_ENABLED": "0",
-        # Never let `go` fetch a different toolchain: the machine's Go is the one we checked.
-        "GOTOOLCHAIN": "local",
-        "GOFLAGS": "-mod=readonly -buildvcs=false",
-    }
-    command = [
-        "go", "build", "-trimpath", "-ldflags", component.ldflags(),
-        "-o", _output_path(component, output_dir), *component.packages,
-    ]  # fmt: skip
+    command = build_command(component, output_dir)
     result = subprocess.run(
-        command, cwd=component.source_dir, env=environment,
+        command, cwd=component.source_dir, env={**os.environ, **BUILD_ENVIRONMENT},
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if result.returncode != 0:
