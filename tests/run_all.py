@@ -4,9 +4,12 @@
 2. ``python -m helpers.cluster up --backend local``: build (cached) and start
    the real control plane. Its log shows each step with elapsed time.
 3. One pytest run: the unit tests, the tests against the cluster, and every
-   notebook under strict nbval with the sanitizer file.
+   notebook under strict nbval with the sanitizer file. The summary at the
+   end lists failures, errors, and every skipped or expected-to-fail test with
+   its reason (``-rfEsxX``): a skip must never pass as a silent "s".
 4. Stop the cluster again, unless it was already running before (a learner's
-   or maintainer's cluster is left as it was found).
+   or maintainer's cluster is left as it was found). This happens also when
+   ``up`` failed half way, since it may have started processes by then.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from helpers.cluster.backends import recorded_backend
@@ -23,6 +27,11 @@ from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+PYTEST = [
+    sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--durations=15", "-rfEsxX",
+    "--nbval", "--nbval-sanitize-with", "tests/nbval-sanitize.cfg", "--nbval-cell-timeout=120",
+    "tests", "notebooks",
+]  # fmt: skip
 
 
 def run(*command: str, env: dict[str, str] | None = None) -> int:
@@ -35,36 +44,45 @@ def main() -> int:
     if run(str(BIN / "ruff"), "check", ".") or run(str(BIN / "ruff"), "format", "--check", "."):
         print("ruff found problems: run `.venv/bin/ruff check --fix . && .venv/bin/ruff format .`")
         return 1
+    up = [sys.executable, "-m", "helpers.cluster", "up", "--backend", "local"]
+    code = with_cluster(
+        CourseHome.from_environment(),
+        DEFAULT_CLUSTER_NAME,
+        up,
+        lambda env: run(*PYTEST, env=env),
+    )
+    minutes, seconds = divmod(int(time.monotonic() - started), 60)
+    print(f"\nmake test finished in {minutes}m{seconds:02d}s with exit code {code}")
+    return code
 
-    home = CourseHome.from_environment()
-    backend = recorded_backend(home, DEFAULT_CLUSTER_NAME)
+
+def with_cluster(
+    home: CourseHome, name: str, up: list[str], tests: Callable[[dict[str, str]], int]
+) -> int:
+    """Start cluster ``name`` with the command ``up``, run ``tests(env)``, stop what was started.
+
+    ``env`` has KUBECONFIG pointing at the cluster. The cluster is stopped
+    afterwards unless it was healthy before we began, and also when ``up``
+    fails or is interrupted half way: kwokctl may have started every process
+    before, say, the Foo CRD step failed.
+    """
+    backend = recorded_backend(home, name)
     if backend not in (None, "local"):
         print(
             f"error: the course's cluster is a {backend} cluster; the tests run on the local "
             "control plane.\nnext step: `make down` first, or set CFS_HOME to another folder."
         )
         return 2
-    cluster = LocalCluster(home, DEFAULT_CLUSTER_NAME)
+    cluster = LocalCluster(home, name)
     was_running = backend == "local" and cluster.health_problem() is None
-
-    python = sys.executable
-    if run(python, "-m", "helpers.cluster", "up", "--backend", "local"):
-        return 2
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    env = {**os.environ, "CFS_HOME": str(home.root)}
     try:
-        code = run(
-            python, "-m", "pytest", "-p", "no:cacheprovider", "--durations=15",
-            "--nbval", "--nbval-sanitize-with", "tests/nbval-sanitize.cfg",
-            "--nbval-cell-timeout=120",
-            "tests", "notebooks",
-            env=env,
-        )  # fmt: skip
+        if run(*up, env=env):
+            return 2
+        return tests({**env, "KUBECONFIG": str(cluster.kubeconfig)})
     finally:
         if not was_running:
-            run(python, "-m", "helpers.cluster", "down")
-    minutes, seconds = divmod(int(time.monotonic() - started), 60)
-    print(f"\nmake test finished in {minutes}m{seconds:02d}s with exit code {code}")
-    return code
+            run(sys.executable, "-m", "helpers.cluster", "down", "--name", name, env=env)
 
 
 if __name__ == "__main__":

@@ -92,15 +92,18 @@ def test_status_without_a_cluster(tmp_path: Path) -> None:
     assert "no cluster named 'nothing-here'" in result.stdout
 
 
-def test_port_in_use() -> None:
+def test_port_in_use_is_reported_before_any_build(tmp_path: Path) -> None:
+    """No Go and nothing built: a taken port is the first thing `up` says, not minutes later."""
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)  # an empty binary cache: `up` would have to build
+    env = {**os.environ, "PATH": str(bin_dir_with(tmp_path)), "CFS_HOME": str(home)}
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         result = run_cli("up", "--backend", "local", "--name", "cfs-port-test", "--port", str(port),
-                         env=dict(os.environ))  # fmt: skip
+                         env=env)  # fmt: skip
     assert_clear_error(result, f"Port {port} on 127.0.0.1 is already in use", "--port")
-    home = Path(os.environ.get("CFS_HOME", Path.home() / ".controllers-from-scratch"))
     assert not (home / "kwok" / "clusters" / "cfs-port-test").exists()
 
 

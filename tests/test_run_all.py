@@ -1,0 +1,91 @@
+"""``make test`` stops what it started, also when ``up`` failed half way.
+
+The failure here is a real one at a real step: ``up`` runs with a Foo CRD the
+API server rejects (its name does not match its plural), so kwokctl has
+started all five processes by the time ``up`` exits with an error.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.cluster.paths import CourseHome
+from tests import run_all
+from tests.test_cluster_lifecycle import strays
+
+pytestmark = pytest.mark.cluster
+
+ROOT = Path(__file__).resolve().parents[1]
+NAME = "cfs-run-all"
+# `python -m helpers.cluster ...` reading its manifests from the folder in argv[1].
+UP_WITH_MANIFESTS = (
+    "import sys; from pathlib import Path; from helpers.cluster import bootstrap; "
+    "bootstrap.MANIFESTS_DIR = Path(sys.argv[1]); "
+    "from helpers.cluster.__main__ import main; sys.exit(main(sys.argv[2:]))"
+)
+INVALID_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: foos.samplecontroller.k8s.io
+spec:
+  group: samplecontroller.k8s.io
+  names: {kind: Foo, plural: bars}
+  scope: Namespaced
+  versions:
+    - name: v1alpha1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object}}
+"""
+
+
+def test_a_failed_up_is_stopped(
+    course_home: CourseHome, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "foo-crd.yaml").write_text(INVALID_CRD)
+    up = [sys.executable, "-c", UP_WITH_MANIFESTS, str(manifests), "up", "--backend", "local",
+          "--name", NAME]  # fmt: skip
+    ran: list[dict[str, str]] = []
+
+    code = run_all.with_cluster(course_home, NAME, up, lambda env: ran.append(env) or 0)
+
+    output = capfd.readouterr()
+    assert code == 2
+    assert not ran, "the tests ran against a cluster whose `up` failed"
+    assert "starting the control plane" in output.err, "up failed before starting anything"
+    assert "error: The API server rejected the object as invalid" in output.err
+    assert "is gone (5 processes stopped)" in output.out
+    assert not strays(course_home), "a failed up left processes running"
+    assert not (course_home.kwok_workdir / "clusters" / NAME).exists()
+
+
+SKIPS = """
+import pytest
+
+def test_needs_something() -> None:
+    pytest.skip("the drill needs etcd on loopback")
+"""
+
+
+@pytest.mark.parametrize("run", ["plain pytest", "make test"])
+def test_skips_are_listed_with_their_reasons(tmp_path: Path, run: str) -> None:
+    """Both `make test` and a plain pytest run (pyproject's addopts) name each skip and why."""
+    (tmp_path / "test_skips.py").write_text(SKIPS)
+    config = ["-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path)]
+    if run == "make test":
+        config += [option for option in run_all.PYTEST if option.startswith("-r")]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *config,
+         str(tmp_path / "test_skips.py")],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert "1 skipped" in result.stdout, result.stdout + result.stderr
+    assert "SKIPPED [1]" in result.stdout
+    assert "the drill needs etcd on loopback" in result.stdout
