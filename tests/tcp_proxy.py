@@ -1,10 +1,16 @@
-"""A loopback TCP proxy that can cut every open connection on demand.
+"""A loopback TCP proxy that can cut, refuse or stall connections on demand.
 
 To test what a watch does when its connection dies mid-stream, the client
 talks to the API server through this proxy; :meth:`TcpProxy.cut` then
 shuts down every connection at once, as a network failure or a load balancer
-restart would. TLS passes through untouched (the API server's certificate is
-valid for 127.0.0.1, which the proxy also is).
+restart would. :meth:`TcpProxy.stall` is the quieter failure: the connections
+stay open but nothing crosses them any more (a peer that went to sleep, a NAT
+entry that expired), which only a client-side read timeout notices. TLS passes
+through untouched (the API server's certificate is valid for 127.0.0.1, which
+the proxy also is).
+
+An upstream that refuses a connection costs only that client (closed, and
+counted in ``refused``); the proxy carries on accepting.
 """
 
 from __future__ import annotations
@@ -17,6 +23,10 @@ from pathlib import Path
 
 import yaml
 
+from helpers.cluster.paths import write_private
+
+Pair = tuple[socket.socket, socket.socket]
+
 
 class TcpProxy:
     """Forward ``127.0.0.1:<port>`` to ``target``; ``cut()`` severs live connections."""
@@ -28,9 +38,11 @@ class TcpProxy:
         self._stop = threading.Event()
         self._blocked = threading.Event()
         self._lock = threading.Lock()
-        self._connections: set[tuple[socket.socket, socket.socket]] = set()
+        # Each open connection, and whether it still forwards (cleared by stall()).
+        self._connections: dict[Pair, threading.Event] = {}
         self._threads: list[threading.Thread] = []
         self.accepted = 0
+        self.refused = 0
         self._acceptor = threading.Thread(target=self._accept, name="tcp-proxy-accept")
 
     def __enter__(self) -> TcpProxy:
@@ -66,6 +78,17 @@ class TcpProxy:
             self._listener = self._listen(self.port)
             self._blocked.clear()
 
+    def stall(self) -> int:
+        """Stop forwarding on every open connection, leaving it open; return how many.
+
+        New connections forward as usual: only the stalled ones go silent.
+        """
+        with self._lock:
+            flows = list(self._connections.values())
+        for flowing in flows:
+            flowing.clear()
+        return len(flows)
+
     def cut(self) -> int:
         """Shut down every open connection, both directions; return how many."""
         with self._lock:
@@ -87,16 +110,27 @@ class TcpProxy:
             except OSError:  # closed by block(); unblock() opens a new one
                 self._stop.wait(0.05)
                 continue
-            upstream = socket.create_connection(self.target)
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:  # refused (the server is down), unreachable, timed out
+                client.close()
+                with self._lock:
+                    self.refused += 1
+                continue
+            upstream.settimeout(None)
             pair = (client, upstream)
+            flowing = threading.Event()
+            flowing.set()
             with self._lock:
-                self._connections.add(pair)
+                self._connections[pair] = flowing
                 self.accepted += 1
-            thread = threading.Thread(target=self._pump, args=(pair,), name="tcp-proxy-pump")
+            thread = threading.Thread(
+                target=self._pump, args=(pair, flowing), name="tcp-proxy-pump"
+            )
             self._threads.append(thread)
             thread.start()
 
-    def _pump(self, pair: tuple[socket.socket, socket.socket]) -> None:
+    def _pump(self, pair: Pair, flowing: threading.Event) -> None:
         client, upstream = pair
         peer = {client: upstream, upstream: client}
         with selectors.DefaultSelector() as selector:
@@ -104,6 +138,9 @@ class TcpProxy:
             selector.register(upstream, selectors.EVENT_READ)
             try:
                 while not self._stop.is_set():
+                    if not flowing.is_set():  # stalled: read nothing, send nothing, stay open
+                        self._stop.wait(0.5)
+                        continue
                     for key, _ in selector.select(timeout=0.5):
                         data = key.fileobj.recv(65536)
                         if not data:
@@ -113,7 +150,7 @@ class TcpProxy:
                 return
             finally:
                 with self._lock:
-                    self._connections.discard(pair)
+                    self._connections.pop(pair, None)
                 client.close()
                 upstream.close()
 
@@ -123,5 +160,5 @@ def kubeconfig_through(proxy: TcpProxy, source: Path, destination: Path) -> Path
     document = yaml.safe_load(source.read_text())
     for cluster in document["clusters"]:
         cluster["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
-    destination.write_text(yaml.safe_dump(document))
+    write_private(destination, yaml.safe_dump(document))  # it holds the cluster's credentials
     return destination
