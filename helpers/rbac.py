@@ -5,15 +5,28 @@ Chapter 08 shows what least privilege looks like for a controller, and what a
 ServiceAccount, a Role with the given rules and a RoleBinding, asks the API
 server for a short-lived token (the TokenRequest API), and returns an API
 client that authenticates with that token instead of your admin identity.
+:func:`token_kubeconfig` writes the same identity into a kubeconfig, for a
+process of its own.
+
+:func:`load_manifests` and :func:`apply_manifests` install the controller's
+manifests (``manifests/*.yaml``) somewhere other than ``foo-system``, for a
+chapter or a test, with server-side apply (optionally as a server-side dry run).
 """
 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import kubernetes
+import yaml
 from kubernetes.client.exceptions import ApiException
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
+CONTROLLER_NAMESPACE = "foo-system"
+"""The namespace the manifests install the controller into."""
+FIELD_MANAGER = "controllers-from-scratch"
 
 
 def service_account_client(
@@ -40,10 +53,21 @@ def service_account_client(
             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
         },
     )
-    token = core.create_namespaced_service_account_token(
+    return token_client(api, service_account_token(api, namespace, name, token_seconds))
+
+
+def service_account_token(
+    api: kubernetes.client.ApiClient, namespace: str, name: str, token_seconds: int = 3600
+) -> str:
+    """A short-lived token for ServiceAccount ``namespace/name`` (the TokenRequest API)."""
+    core = kubernetes.client.CoreV1Api(api)
+    return core.create_namespaced_service_account_token(
         name, namespace, {"spec": {"expirationSeconds": token_seconds}}
     ).status.token
 
+
+def token_client(api: kubernetes.client.ApiClient, token: str) -> kubernetes.client.ApiClient:
+    """A client for ``api``'s server that authenticates with ``token`` only."""
     configuration = copy.copy(api.configuration)
     # Same server and CA; the identity is the token, not our client certificate.
     configuration.cert_file = None
@@ -60,3 +84,88 @@ def _create_or_keep(create: Any, namespace: str, body: dict[str, Any]) -> None:
     except ApiException as exc:
         if exc.status != 409:
             raise
+
+
+def token_kubeconfig(api: kubernetes.client.ApiClient, token: str, path: Path) -> Path:
+    """Write a kubeconfig for ``api``'s server and CA that authenticates with ``token``."""
+    configuration = api.configuration
+    cluster: dict[str, Any] = {"server": configuration.host}
+    if configuration.ssl_ca_cert:
+        cluster["certificate-authority"] = str(Path(configuration.ssl_ca_cert).resolve())
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "course", "cluster": cluster}],
+        "users": [{"name": "token", "user": {"token": token}}],
+        "contexts": [{"name": "token", "context": {"cluster": "course", "user": "token"}}],
+        "current-context": "token",
+    }
+    path.write_text(yaml.safe_dump(document))
+    path.chmod(0o600)
+    return path
+
+
+def load_manifests(
+    filename: str, *, namespace: str = CONTROLLER_NAMESPACE, suffix: str = ""
+) -> list[dict[str, Any]]:
+    """The documents of ``manifests/<filename>``, moved from ``foo-system`` to ``namespace``.
+
+    The Namespace itself becomes ``namespace``; ClusterRoles and
+    ClusterRoleBindings (and references to them) get ``suffix`` appended to their
+    names, so that a chapter or a test never touches a real installation.
+    """
+    documents = [d for d in yaml.safe_load_all((MANIFESTS / filename).read_text()) if d]
+    for document in documents:
+        metadata = document.setdefault("metadata", {})
+        if document["kind"] == "Namespace" and metadata["name"] == CONTROLLER_NAMESPACE:
+            metadata["name"] = namespace
+        elif document["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+            metadata["name"] = metadata["name"] + suffix
+        elif metadata.get("namespace") == CONTROLLER_NAMESPACE:
+            metadata["namespace"] = namespace
+        for subject in document.get("subjects") or []:
+            if subject.get("namespace") == CONTROLLER_NAMESPACE:
+                subject["namespace"] = namespace
+        role_ref = document.get("roleRef") or {}
+        if role_ref.get("kind") == "ClusterRole":
+            role_ref["name"] += suffix
+    return documents
+
+
+def apply_manifests(
+    api: kubernetes.client.ApiClient, documents: list[dict[str, Any]], *, dry_run: bool = False
+) -> list[str]:
+    """Server-side apply each document (``dry_run``: validated and admitted, not stored).
+
+    Returns ``"Kind name"`` for each, in order. Errors are raised as the API
+    server's ``ApiException``.
+    """
+    dynamic = kubernetes.dynamic.DynamicClient(api)
+    applied = []
+    for document in documents:
+        resource = dynamic.resources.get(api_version=document["apiVersion"], kind=document["kind"])
+        metadata = document["metadata"]
+        dynamic.server_side_apply(
+            resource,
+            body=document,
+            name=metadata["name"],
+            namespace=metadata.get("namespace"),
+            field_manager=FIELD_MANAGER,
+            force_conflicts=True,
+            dry_run="All" if dry_run else None,
+        )
+        applied.append(f"{document['kind']} {metadata['name']}")
+    return applied
+
+
+def delete_manifests(api: kubernetes.client.ApiClient, documents: list[dict[str, Any]]) -> None:
+    """Delete what :func:`apply_manifests` created (gone already is fine)."""
+    dynamic = kubernetes.dynamic.DynamicClient(api)
+    for document in reversed(documents):
+        resource = dynamic.resources.get(api_version=document["apiVersion"], kind=document["kind"])
+        metadata = document["metadata"]
+        try:
+            dynamic.delete(resource, name=metadata["name"], namespace=metadata.get("namespace"))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
