@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import selectors
 import signal
 import socket
 import subprocess
@@ -212,52 +211,25 @@ def eventually(check: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 class StallingProxy(TcpProxy):
-    """A :class:`TcpProxy` that can also *stall*: hold every byte, refuse nothing.
+    """A :class:`TcpProxy` whose :meth:`stall` also silences connections opened later.
 
-    While stalled, requests are sent and never answered, as when a network
-    path goes quiet: exactly the case a request timeout exists for.
+    While stalled, every request is sent and never answered, as when a network
+    path goes quiet: exactly the case a request timeout exists for (a client
+    that reconnects must not get through either).
     """
 
     def __init__(self, target: tuple[str, int]) -> None:
         super().__init__(target)
-        self._flowing = threading.Condition()
-        self._stalled = False
+        self._stall_new = threading.Event()
 
-    def stall(self) -> None:
-        with self._flowing:
-            self._stalled = True
+    def stall(self) -> int:
+        self._stall_new.set()
+        return super().stall()
 
-    def resume(self) -> None:
-        with self._flowing:
-            self._stalled = False
-            self._flowing.notify_all()
-
-    def __exit__(self, *exc: object) -> None:
-        self.resume()
-        super().__exit__(*exc)
-
-    def _pump(self, pair: tuple[socket.socket, socket.socket]) -> None:
-        client, upstream = pair
-        peer = {client: upstream, upstream: client}
-        with selectors.DefaultSelector() as selector:
-            selector.register(client, selectors.EVENT_READ)
-            selector.register(upstream, selectors.EVENT_READ)
-            try:
-                while not self._stop.is_set():
-                    for key, _ in selector.select(timeout=0.5):
-                        with self._flowing:  # hold here while stalled
-                            self._flowing.wait_for(lambda: not self._stalled)
-                        data = key.fileobj.recv(65536)
-                        if not data:
-                            return
-                        peer[key.fileobj].sendall(data)
-            except OSError:
-                return
-            finally:
-                with self._lock:
-                    self._connections.discard(pair)
-                client.close()
-                upstream.close()
+    def _pump(self, pair: tuple[socket.socket, socket.socket], flowing: threading.Event) -> None:
+        if self._stall_new.is_set():
+            flowing.clear()
+        super()._pump(pair, flowing)
 
 
 def api_server_address(kubeconfig: Path) -> tuple[str, int]:

@@ -266,7 +266,6 @@ def test_second_signal_exits_at_once(
         assert run.wait(10) == EXIT_FAILED
         assert time.monotonic() - second < 2
         assert run.has_line("received SIGTERM again: exiting at once")
-        proxy.resume()
 
 
 # --- in-flight syncs: finished, but within a bound ----------------------------------------------
