@@ -2,22 +2,37 @@
 
 ``wait_for`` lists a collection once, then follows a watch from the list's
 resourceVersion and re-checks the condition on every event. It returns as soon
-as the condition holds and raises :class:`CourseError` with the last state it
-saw when the deadline passes. No sleeps: the API server tells us when to look.
+as the condition holds and raises :class:`CourseError` when the deadline passes.
+No sleeps: the API server tells us when to look.
+
+A connection can also die without a word (a laptop that slept, a NAT entry
+that expired): no RST, no EOF, just silence, and a read without a timeout
+waits for ever (the problem :mod:`helpers.listwatch` solves the same way). So
+every watch asks the server to end it after ``WATCH_SECONDS`` (or the time
+left), every request gives up reading ``READ_GRACE_SECONDS`` after that (and
+never much past the deadline), and a request that went silent is followed by
+a fresh list and watch, on a new connection, for as long as the deadline allows.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
 
+import urllib3
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
 from .errors import CourseError
 
 Objects = dict[str, dict[str, Any]]
+
+WATCH_SECONDS = 10
+READ_GRACE_SECONDS = 2.0
+CONNECT_TIMEOUT_SECONDS = 5.0
+PAST_DEADLINE_SECONDS = 0.5  # how long a last read may run past the deadline
 
 
 def wait_for(
@@ -37,19 +52,20 @@ def wait_for(
     ``condition`` sees the same form for listed and for watched objects.
     """
     deadline = time.monotonic() + timeout
-    while True:
-        objects, resource_version = _listed(list_func, list_func(**list_kwargs))
-        if condition(objects):
-            return objects
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            break
+    while (window := _window(deadline)) is not None:
         stream = watch.Watch()
         try:
+            listed = list_func(**list_kwargs, _request_timeout=_timeouts(deadline, window))
+            objects, resource_version = _listed(list_func, listed)
+            if condition(objects):
+                return objects
+            if (window := _window(deadline)) is None:
+                break
             for event in stream.stream(
                 list_func,
                 resource_version=resource_version,
-                timeout_seconds=max(1, int(remaining)),
+                timeout_seconds=window,
+                _request_timeout=_timeouts(deadline, window),
                 **list_kwargs,
             ):
                 obj = event["raw_object"]
@@ -65,15 +81,37 @@ def wait_for(
         except ApiException as exc:
             if exc.status != 410:
                 raise
-            continue  # our resourceVersion expired: list again
+            # our resourceVersion expired: list again
+        except urllib3.exceptions.HTTPError as exc:
+            if not _went_silent(exc):
+                raise
+            # the connection went quiet or broke mid-answer: list again, on a new one
         finally:
             stream.stop()
-        if time.monotonic() >= deadline:
-            break
     raise CourseError(
         f"Timed out after {timeout:.0f}s waiting for {what}.",
         "look at the cluster's logs (`python -m helpers.cluster logs`) and run the command again.",
     )
+
+
+def _window(deadline: float) -> int | None:
+    """Seconds the next request may take (at most WATCH_SECONDS), or None past the deadline."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return None
+    return max(1, min(WATCH_SECONDS, math.ceil(remaining)))
+
+
+def _timeouts(deadline: float, window: int) -> tuple[float, float]:
+    """(connect, read) timeouts for a request the server should end within ``window`` seconds."""
+    read = min(window + READ_GRACE_SECONDS, deadline - time.monotonic() + PAST_DEADLINE_SECONDS)
+    return CONNECT_TIMEOUT_SECONDS, max(read, PAST_DEADLINE_SECONDS)
+
+
+def _went_silent(exc: urllib3.exceptions.HTTPError) -> bool:
+    """A read timeout or a connection broken mid-answer (urllib3 may wrap either)."""
+    reason = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
+    return isinstance(reason, urllib3.exceptions.TimeoutError | urllib3.exceptions.ProtocolError)
 
 
 def _listed(list_func: Callable[..., Any], listed: Any) -> tuple[Objects, str]:

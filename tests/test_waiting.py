@@ -1,14 +1,25 @@
-"""helpers.waiting.wait_for follows a watch until a condition holds, for typed and custom lists."""
+"""helpers.waiting.wait_for follows a watch until a condition holds, for typed and custom lists.
+
+It also keeps its deadline when a connection goes silent: the tests at the end
+send wait_for's requests through a proxy that stalls them (open, but nothing
+crosses), the failure only a client-side read timeout notices.
+"""
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import kubernetes
 import pytest
 
+from helpers import kube, waiting
 from helpers.errors import CourseError
 from helpers.waiting import wait_for
+from tests.tcp_proxy import TcpProxy, kubeconfig_through
 
 pytestmark = pytest.mark.cluster
 
@@ -91,3 +102,107 @@ def test_typed_lists_still_work_and_time_out_with_a_sentence(
             timeout=1,
             namespace=namespace,
         )
+
+
+# -- a connection that goes silent --------------------------------------------------
+
+
+@pytest.fixture
+def proxied(api: kubernetes.client.ApiClient, tmp_path: Path) -> Iterator[tuple]:
+    """A TcpProxy to the API server, and an ApiClient whose connections go through it."""
+    kubeconfig = kube.default_kubeconfig()
+    _, server = kube.describe_context(kubeconfig, None)
+    port = int(server.rsplit(":", 1)[1])
+    with TcpProxy(("127.0.0.1", port)) as proxy:
+        yield proxy, kube.connect(kubeconfig_through(proxy, kubeconfig, tmp_path / "proxied"))
+
+
+def finishes_within(limit: float, proxy: TcpProxy, call: Callable[[], Any]) -> Any:
+    """``call()``'s result (or exception), failing the test if it is still blocked after ``limit``.
+
+    A wait_for without a read timeout would block for ever; cutting the proxy's
+    connections then frees the thread, so the test reports instead of hanging.
+    """
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["result"] = call()
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="wait-for-under-test")
+    started = time.monotonic()
+    thread.start()
+    thread.join(limit)
+    hung = thread.is_alive()
+    while thread.is_alive():
+        proxy.cut()
+        thread.join(1)
+    assert not hung, f"wait_for was still blocked after {limit:.0f}s on a silent connection"
+    outcome["seconds"] = time.monotonic() - started
+    return outcome
+
+
+def test_a_silent_connection_does_not_outlive_the_deadline(proxied: tuple, namespace: str) -> None:
+    proxy, client = proxied
+    core = kubernetes.client.CoreV1Api(client)
+
+    def list_then_stall(**kwargs: Any) -> Any:
+        listed = core.list_namespaced_config_map(**kwargs)
+        if not kwargs.get("watch"):
+            proxy.stall()  # the pooled connection the watch will use goes quiet
+        return listed
+
+    outcome = finishes_within(
+        20,
+        proxy,
+        lambda: wait_for(
+            list_then_stall,
+            lambda configmaps: "never" in configmaps,
+            what="a ConfigMap never",
+            timeout=4,
+            namespace=namespace,
+        ),
+    )
+
+    assert isinstance(outcome.get("error"), CourseError), outcome
+    assert "Timed out after 4s" in outcome["error"].problem
+    assert outcome["seconds"] < 4 + waiting.PAST_DEADLINE_SECONDS + 1
+
+
+def test_after_a_silent_watch_it_lists_again_and_sees_the_change(
+    api: kubernetes.client.ApiClient,
+    proxied: tuple,
+    namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(waiting, "WATCH_SECONDS", 2)  # short windows, so the test is short
+    proxy, client = proxied
+    core = kubernetes.client.CoreV1Api(client)
+    direct = kubernetes.client.CoreV1Api(api)
+    stalled = threading.Event()
+
+    def list_then_stall_once(**kwargs: Any) -> Any:
+        listed = core.list_namespaced_config_map(**kwargs)
+        if not kwargs.get("watch") and not stalled.is_set():
+            stalled.set()
+            proxy.stall()
+            # Made after the list, on a connection of its own: only a watch or a new list sees it.
+            direct.create_namespaced_config_map(namespace, {"metadata": {"name": "later"}})
+        return listed
+
+    outcome = finishes_within(
+        25,
+        proxy,
+        lambda: wait_for(
+            list_then_stall_once,
+            lambda configmaps: "later" in configmaps,
+            what="ConfigMap later",
+            timeout=20,
+            namespace=namespace,
+        ),
+    )
+
+    assert "later" in outcome.get("result", {}), outcome
+    assert outcome["seconds"] < 2 + waiting.READ_GRACE_SECONDS + 5
