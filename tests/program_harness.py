@@ -32,7 +32,6 @@ LEADERSHIP = re.compile(
     r"(?P<what>started|stopped) leading lease (?P<lease>\S+) as (?P<who>\S+) "
     r"\(monotonic (?P<at>[\d.]+)\)"
 )
-SERVING = re.compile(r"serving (?P<name>[\w ]+) on (?P<url>http://\S+) ")
 
 
 class ControllerRun:
@@ -102,8 +101,10 @@ class ControllerRun:
         return code
 
     def url(self, name: str, timeout: float = 30) -> str:
-        """Where the process serves ``name`` ("metrics", "probes", "metrics and probes")."""
-        return self.wait_for_line(rf"serving {name} on (http://\S+) ", timeout).group(1)
+        """Where the process serves ``name`` ("metrics" or "probes"; one server may do both)."""
+        return self.wait_for_line(
+            rf"serving [\w ]*\b{name}\b[\w ]* on (http://\S+) ", timeout
+        ).group(1)
 
     # -- ending -------------------------------------------------------------------------------
 
