@@ -28,7 +28,7 @@ from .. import kube
 from ..errors import CourseError
 from . import bootstrap, processes
 from .build import KUBERNETES, ensure_all_built
-from .paths import CourseHome, write_private
+from .paths import CourseHome
 from .processes import Identity
 from .progress import step
 
@@ -132,7 +132,7 @@ class LocalCluster:
                 )  # fmt: skip
             finally:
                 self.record_identities()  # also what a failed create left running
-        write_private(self.kubeconfig, self.kubeconfig.read_text())
+        self.kubeconfig.chmod(0o600)  # it holds the cluster's admin credentials
         self._finish_setup()
 
     def down(self, *, quiet: bool = False) -> None:
@@ -265,8 +265,8 @@ class LocalCluster:
     def _health_after_revival(self) -> str | None:
         """The cluster's problem after starting its dead components again (None: healthy)."""
         problem = self.health_problem()
-        if problem is None:
-            return None
+        if problem is None or not self._component_names():
+            return problem  # healthy, or nothing kwokctl defined that could be started again
         try:
             revived = self.revive()
         except (OSError, CourseError) as exc:

@@ -73,8 +73,13 @@ def command_line(pid: int) -> list[str]:
 
 
 def exists(pid: int) -> bool:
-    """Some process (ours or not) has this number."""
-    return psutil.pid_exists(pid)
+    """Some live process (ours or not; a zombie does not count) has this number."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except (psutil.Error, OSError):  # there, but not ours to look at
+        return True
 
 
 def stop(identities: list[Identity], grace: float = 10.0) -> int:
