@@ -1,37 +1,46 @@
-"""Live plots for the notebooks: watch a workqueue fill and drain while it happens.
+"""Live plots for the notebooks: a figure that redraws itself while a cell runs.
 
 No client-go counterpart, and no chapter builds this module: it is a *tool* for
 looking at the components the chapters build, the way a profiler is a tool for
 looking at a program. A controller does not need it, and what it teaches (a
-burst of keys meeting N workers) is in the plot, not in its code; so it is
-written by hand here, not exported from a chapter's ``#| export`` cells.
+burst of keys meeting N workers, a chain of controllers passing work along) is
+in the plots, not in their code; so it is written by hand here, not exported
+from a chapter's ``#| export`` cells.
 
-``QueueMonitor`` plots, over time, what client-go exports as Prometheus metrics
-(``workqueue_depth``, ``workqueue_adds_total``, ``workqueue_retries_total``)
-next to the number of items in processing (``Queue.in_flight()``), which is
-what a dashboard would put beside them.
+Two pieces:
 
-How it works, and why this way:
+- :class:`LiveFigure`, the plumbing: a matplotlib ``Figure`` shown in Jupyter
+  and redrawn from a background thread several times a second, until
+  ``stop()`` leaves a static PNG in its place. Chapter 04's queue plot, chapter
+  07's sequence diagram and chapter 06's timeline are all one of these.
+- :class:`QueueMonitor`, a ``LiveFigure`` of a workqueue: over time, what
+  client-go exports as Prometheus metrics (``workqueue_depth``,
+  ``workqueue_adds_total``, ``workqueue_retries_total``) next to the number of
+  items in processing (``Queue.in_flight()``), which is what a dashboard would
+  put beside them.
 
-- A background thread, named ``queue-monitor-<queue name>``, samples the queue
-  every ``interval`` seconds and redraws every ``refresh`` seconds, until
-  ``stop()`` sets its stop event and joins it. The kernel's main thread stays
-  free: the cell that runs the burst keeps running while the plot moves.
-- The plot is drawn with matplotlib's object-oriented API (a ``Figure`` on an
-  Agg canvas, never ``pyplot``), so drawing from a thread touches no global
-  state and no GUI backend, and leaves the notebook's inline figures alone.
-- In Jupyter the PNG goes into an ``ipywidgets.Image``, and only the monitor's
-  thread sets its ``value``. With the pinned ipywidgets 8.1 and ipykernel 7
-  that is safe from a thread: the change leaves as a comm message on IOPub,
-  which ipykernel hands to its IO thread, and a thread we start takes the
-  executing cell as its parent message, so JupyterLab redraws while the cell
-  is still running (``tests/test_widgets.py`` checks those messages in a real
-  kernel).
-- ``stop()`` replaces the widget with a static PNG of the final plot (a display
-  update), so a saved notebook shows the plot on GitHub, under nbval, and in
-  any viewer that does not run widgets. Its ``text/plain`` is a fixed caption,
-  the same before and after, so nbval has nothing random to compare.
-- Outside a Jupyter kernel (a test, a script) nothing is displayed; sampling
+How a LiveFigure works, and why this way:
+
+- A background thread, named by its owner, calls an optional ``tick`` every
+  ``interval`` seconds (QueueMonitor samples the queue there) and redraws every
+  ``refresh`` seconds, until ``stop()`` sets its stop event and joins it. The
+  kernel's main thread stays free: the cell that does the work keeps running
+  while the plot moves.
+- The owner draws with matplotlib's object-oriented API (a ``Figure`` on an Agg
+  canvas, never ``pyplot``), so drawing from a thread touches no global state
+  and no GUI backend, and leaves the notebook's inline figures alone.
+- In Jupyter the PNG goes into an ``ipywidgets.Image``, and only the
+  LiveFigure's thread sets its ``value``. With the pinned ipywidgets 8.1 and
+  ipykernel 7 that is safe from a thread: the change leaves as a comm message
+  on IOPub, which ipykernel hands to its IO thread, and a thread we start takes
+  the executing cell as its parent message, so JupyterLab redraws while the
+  cell is still running (``tests/test_widgets.py`` checks those messages in a
+  real kernel).
+- ``stop()`` replaces the widget with a static PNG of the final figure (a
+  display update), so a saved notebook shows the plot on GitHub, under nbval,
+  and in any viewer that does not run widgets. Its ``text/plain`` is a fixed
+  caption, the same before and after, so nbval has nothing random to compare.
+- Outside a Jupyter kernel (a test, a script) nothing is displayed; ticking
   and drawing work the same, and ``stop()`` returns the PNG bytes.
 """
 
@@ -42,6 +51,7 @@ import io
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +64,152 @@ from helpers.workqueue.queue import Queue
 
 MAX_SAMPLES = 20_000
 """Samples kept (the oldest are dropped): over 15 minutes at the default interval."""
+
+
+class BackgroundThreadError(RuntimeError):
+    """A LiveFigure's thread failed; ``__cause__`` is what it raised."""
+
+
+class LiveFigure:
+    """A matplotlib ``Figure`` redrawn from a named background thread, then left as a PNG.
+
+    ``draw()`` brings the figure up to date (move line data, set limits and
+    titles); it runs under a lock, in whichever thread renders, so it must only
+    touch this figure. ``tick()``, if given, runs in the background thread every
+    ``interval`` seconds (for sampling), and once more in ``stop()``. The widget
+    is redrawn every ``refresh`` seconds. ``show`` decides whether to display a
+    widget (default: only inside a Jupyter kernel); ``caption`` is the fixed
+    ``text/plain`` of the widget and of the final image.
+
+    Use it as a context manager, or call ``start()`` and ``stop()``::
+
+        figure = Figure(figsize=(8, 3), dpi=72)
+        axes = figure.subplots()
+        with LiveFigure(figure, lambda: axes.plot(data), name="plot", caption="my plot"):
+            ...  # the work the plot shows
+    """
+
+    def __init__(
+        self,
+        figure: Figure,
+        draw: Callable[[], None],
+        *,
+        name: str,
+        caption: str,
+        tick: Callable[[], None] | None = None,
+        interval: float = 0.25,
+        refresh: float = 0.25,
+        show: bool | None = None,
+    ) -> None:
+        if interval <= 0 or refresh < interval:
+            raise ValueError(f"need 0 < interval <= refresh, got {interval=} and {refresh=}")
+        self.figure = figure
+        if figure.canvas is None or not isinstance(figure.canvas, FigureCanvasAgg):
+            FigureCanvasAgg(figure)
+        self.name = name
+        self.caption = caption
+        self.interval = interval
+        self.refresh = refresh
+        self.show = in_jupyter_kernel() if show is None else show
+        self.png: bytes | None = None
+        """The final image, set by ``stop()``."""
+        self._draw = draw
+        self._tick = tick
+        self._draw_lock = threading.Lock()  # one drawing at a time on the one Figure
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._image: Any = None  # the ipywidgets.Image, when shown
+        self._handle: Any = None  # its display handle
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The background thread (named ``name``), once started."""
+        return self._thread
+
+    def start(self) -> LiveFigure:
+        """Show the widget (in Jupyter) and start the background thread."""
+        if self._thread is not None:
+            raise RuntimeError(f"LiveFigure {self.name!r} has already been started; make a new one")
+        if self.show:
+            self._display(self.render())
+        # daemon only so a figure nobody stopped cannot keep Python alive; stop() is how it ends.
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> bytes:
+        """Stop and join the thread, tick once more, and leave the final figure as a PNG.
+
+        Returns the PNG bytes; a second call returns the same. If the
+        background thread failed, raises :class:`BackgroundThreadError` after
+        cleaning up (the image then shows what was drawn before the failure),
+        rather than leaving a plot that silently stopped moving.
+        """
+        if self._thread is None:
+            raise RuntimeError(f"LiveFigure {self.name!r} was never started")
+        self._stop.set()
+        self._thread.join()
+        if self.png is None:
+            if self._error is None and self._tick is not None:
+                self._tick()
+            self.png = self.render()
+            if self._image is not None:
+                self._handle.update(
+                    {
+                        "image/png": base64.b64encode(self.png).decode("ascii"),
+                        "text/plain": self.caption,
+                    },
+                    raw=True,
+                )
+                self._image.close()  # the static image replaced it; free its comm
+                self._image = None
+        if self._error is not None:
+            raise BackgroundThreadError(
+                f"the thread of {self.name!r} failed: {self._error!r}"
+            ) from self._error
+        return self.png
+
+    def __enter__(self) -> LiveFigure:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def is_alive(self) -> bool:
+        """True while the background thread runs."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def render(self) -> bytes:
+        """Bring the figure up to date with ``draw()`` and return it as PNG bytes."""
+        with self._draw_lock:
+            self._draw()
+            buffer = io.BytesIO()
+            self.figure.savefig(buffer, format="png")
+        return buffer.getvalue()
+
+    def _run(self) -> None:
+        next_draw = time.monotonic() + self.refresh
+        try:
+            # The timed wait paces the ticks; stop() ends it at once.
+            while not self._stop.wait(self.interval):
+                if self._tick is not None:
+                    self._tick()
+                if self._image is not None and time.monotonic() >= next_draw:
+                    self._image.value = self.render()
+                    next_draw = time.monotonic() + self.refresh
+        except BaseException as error:  # kept for stop() to raise in the caller's thread
+            self._error = error
+
+    def _display(self, png: bytes) -> None:
+        """Show an Image widget with our fixed caption as its text form."""
+        import ipywidgets
+        from IPython.display import display
+
+        self._image = ipywidgets.Image(value=png, format="png")
+        bundle = self._image._repr_mimebundle_()
+        bundle["text/plain"] = self.caption
+        self._handle = display(bundle, raw=True, display_id=True)
 
 
 @dataclass(frozen=True)
@@ -70,10 +226,12 @@ class Sample:
 class QueueMonitor:
     """Plot a named queue's depth, in-flight items, adds and retries, live.
 
-    ``workers`` (optional) draws a line at the number of workers, the ceiling
-    for in-flight items. Use it as a context manager, or call ``start()`` and
-    ``stop()``; ``show`` decides whether to display a widget (default: only
-    inside a Jupyter kernel).
+    A :class:`LiveFigure` (``self.live``) whose thread, named
+    ``queue-monitor-<queue name>``, samples the queue every ``interval``
+    seconds and redraws every ``refresh`` seconds. ``workers`` (optional)
+    draws a line at the number of workers, the ceiling for in-flight items.
+    Use it as a context manager, or call ``start()`` and ``stop()``; ``show``
+    decides whether to display a widget (default: only inside a Jupyter kernel).
     """
 
     def __init__(
@@ -90,45 +248,56 @@ class QueueMonitor:
                 "This queue keeps no metrics to plot, because it has no name.",
                 "give it one, for example RateLimitingQueue(limiter, 'configmaps').",
             )
-        if interval <= 0 or refresh < interval:
-            raise ValueError(f"need 0 < interval <= refresh, got {interval=} and {refresh=}")
         self.queue = queue
-        self.interval = interval
-        self.refresh = refresh
         self.workers = workers
-        self.show = _in_jupyter_kernel() if show is None else show
-        self.caption = (
-            f"QueueMonitor of workqueue {queue.name!r}: depth, in flight, adds and retries "
-            "over time (a static image once stopped)"
-        )
         self.samples: deque[Sample] = deque(maxlen=MAX_SAMPLES)
-        self.png: bytes | None = None
-        """The final plot, set by ``stop()``."""
         self._started_at = 0.0
         self._sampled = threading.Condition()  # guards samples; notified on each sample
-        self._draw_lock = threading.Lock()  # one drawing at a time on the one Figure
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
         self._build_figure()
-        self._image: Any = None  # the ipywidgets.Image, when shown
-        self._handle: Any = None  # its display handle
+        self.live = LiveFigure(
+            self._figure,
+            self._draw,
+            name=f"queue-monitor-{queue.name}",
+            caption=(
+                f"QueueMonitor of workqueue {queue.name!r}: depth, in flight, adds and retries "
+                "over time (a static image once stopped)"
+            ),
+            tick=self.sample,
+            interval=interval,
+            refresh=refresh,
+            show=show,
+        )
+
+    @property
+    def interval(self) -> float:
+        return self.live.interval
+
+    @property
+    def refresh(self) -> float:
+        return self.live.refresh
+
+    @property
+    def show(self) -> bool:
+        return self.live.show
+
+    @property
+    def caption(self) -> str:
+        return self.live.caption
+
+    @property
+    def png(self) -> bytes | None:
+        """The final plot, set by ``stop()``."""
+        return self.live.png
 
     # -- lifecycle ----------------------------------------------------------------------
 
     def start(self) -> QueueMonitor:
         """Take a first sample, show the widget (in Jupyter), start sampling in the background."""
-        if self._thread is not None:
+        if self.live.thread is not None:
             raise RuntimeError("this QueueMonitor has already been started; make a new one")
         self._started_at = time.monotonic()
         self.sample()
-        if self.show:
-            self._display(self.render())
-        # daemon only so a monitor nobody stopped cannot keep Python alive; stop() is how it ends.
-        self._thread = threading.Thread(
-            target=self._run, name=f"queue-monitor-{self.queue.name}", daemon=True
-        )
-        self._thread.start()
+        self.live.start()
         return self
 
     def stop(self) -> bytes:
@@ -137,29 +306,13 @@ class QueueMonitor:
         Returns the PNG bytes. If the sampling thread failed, raises after
         cleaning up, rather than showing a plot that silently stopped moving.
         """
-        if self._thread is None:
+        if self.live.thread is None:
             raise RuntimeError("this QueueMonitor was never started")
-        self._stop.set()
-        self._thread.join()
-        if self.png is None:
-            if self._error is None:
-                self.sample()
-            self.png = self.render()
-            if self._image is not None:
-                self._handle.update(
-                    {
-                        "image/png": base64.b64encode(self.png).decode("ascii"),
-                        "text/plain": self.caption,
-                    },
-                    raw=True,
-                )
-                self._image.close()  # the static image replaced it; free its comm
-                self._image = None
-        if self._error is not None:
-            raise RuntimeError(f"the monitor's sampling thread failed: {self._error!r}") from (
-                self._error
-            )
-        return self.png
+        try:
+            return self.live.stop()
+        except BackgroundThreadError as failure:
+            cause = failure.__cause__
+            raise RuntimeError(f"the monitor's sampling thread failed: {cause!r}") from cause
 
     def __enter__(self) -> QueueMonitor:
         return self.start()
@@ -169,7 +322,7 @@ class QueueMonitor:
 
     def is_alive(self) -> bool:
         """True while the sampling thread runs."""
-        return self._thread is not None and self._thread.is_alive()
+        return self.live.is_alive()
 
     # -- sampling -----------------------------------------------------------------------
 
@@ -198,50 +351,38 @@ class QueueMonitor:
         with self._sampled:
             return max((getattr(s, field) for s in self.samples), default=0)
 
-    def _run(self) -> None:
-        next_draw = time.monotonic() + self.refresh
-        try:
-            # The timed wait paces the sampling; stop() ends it at once.
-            while not self._stop.wait(self.interval):
-                self.sample()
-                if self._image is not None and time.monotonic() >= next_draw:
-                    self._image.value = self.render()
-                    next_draw = time.monotonic() + self.refresh
-        except BaseException as error:  # kept for stop() to raise in the caller's thread
-            self._error = error
-
     # -- drawing ------------------------------------------------------------------------
 
     def render(self) -> bytes:
         """The plot of the samples so far, as PNG bytes."""
+        return self.live.render()
+
+    def _draw(self) -> None:
+        """Move the lines to the samples so far (called by the LiveFigure, under its lock)."""
         with self._sampled:
             samples = list(self.samples)
         at = [s.at for s in samples]
         series = {name: [getattr(s, name) for s in samples] for name in self._lines}
         levels, totals = self._figure.axes
-        with self._draw_lock:
-            for name, line in self._lines.items():
-                line.set_data(at, series[name])
-            # Limits set by hand: every sample inside, zero at the bottom, room above the top.
-            right = max(at[-1] if at else 0.0, self.interval)
-            highest_level = max([self.workers or 0, *series["depth"], *series["in_flight"]])
-            for axes, top in [
-                (levels, highest_level),
-                (totals, max([0, *series["adds"], *series["retries"]])),
-            ]:
-                axes.set_xlim(0, right)
-                axes.set_ylim(0, max(top, 1) * 1.08)
-            last = samples[-1] if samples else Sample(0.0, 0, 0, 0, 0)
-            self._title.set_text(
-                f"workqueue {self.queue.name!r}: depth {last.depth}, in flight {last.in_flight}, "
-                f"adds {last.adds}, retries {last.retries}"
-            )
-            buffer = io.BytesIO()
-            self._figure.savefig(buffer, format="png")
-        return buffer.getvalue()
+        for name, line in self._lines.items():
+            line.set_data(at, series[name])
+        # Limits set by hand: every sample inside, zero at the bottom, room above the top.
+        right = max(at[-1] if at else 0.0, self.live.interval)
+        highest_level = max([self.workers or 0, *series["depth"], *series["in_flight"]])
+        for axes, top in [
+            (levels, highest_level),
+            (totals, max([0, *series["adds"], *series["retries"]])),
+        ]:
+            axes.set_xlim(0, right)
+            axes.set_ylim(0, max(top, 1) * 1.08)
+        last = samples[-1] if samples else Sample(0.0, 0, 0, 0, 0)
+        self._title.set_text(
+            f"workqueue {self.queue.name!r}: depth {last.depth}, in flight {last.in_flight}, "
+            f"adds {last.adds}, retries {last.retries}"
+        )
 
     def _build_figure(self) -> None:
-        """Axes and lines made once; render() only moves their data (a redraw costs ~50 ms)."""
+        """Axes and lines made once; _draw() only moves their data (a redraw costs ~50 ms)."""
         figure = Figure(figsize=(9, 3.8), dpi=72)
         FigureCanvasAgg(figure)
         figure.subplots_adjust(left=0.07, right=0.98, bottom=0.26, top=0.84, wspace=0.2)
@@ -262,18 +403,8 @@ class QueueMonitor:
         self._title = figure.suptitle("")
         self._figure = figure
 
-    def _display(self, png: bytes) -> None:
-        """Show an Image widget with our fixed caption as its text form."""
-        import ipywidgets
-        from IPython.display import display
 
-        self._image = ipywidgets.Image(value=png, format="png")
-        bundle = self._image._repr_mimebundle_()
-        bundle["text/plain"] = self.caption
-        self._handle = display(bundle, raw=True, display_id=True)
-
-
-def _in_jupyter_kernel() -> bool:
+def in_jupyter_kernel() -> bool:
     """True inside a Jupyter kernel (where widgets can render), False in plain Python."""
     try:
         from IPython import get_ipython

@@ -18,12 +18,13 @@ from typing import Any
 import nbformat
 import pytest
 from jupyter_client.manager import start_new_kernel
+from matplotlib.figure import Figure
 from matplotlib.image import imread
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
 from helpers.errors import CourseError
-from helpers.widgets import QueueMonitor, Sample
+from helpers.widgets import BackgroundThreadError, LiveFigure, QueueMonitor, Sample
 from helpers.workqueue import ItemExponentialFailureRateLimiter, Queue, RateLimitingQueue
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,7 +138,7 @@ def test_a_failing_sampler_is_reported_by_stop_not_hidden(queue: RateLimitingQue
 
     queue.in_flight = in_flight  # type: ignore[method-assign]
     monitor.start()
-    monitor._thread.join(GUARD)  # type: ignore[union-attr]  # it dies on the third sample
+    monitor.live.thread.join(GUARD)  # type: ignore[union-attr]  # it dies on the third sample
     with pytest.raises(RuntimeError, match="sampling thread failed") as failure:
         monitor.stop()
     assert isinstance(failure.value.__cause__, ZeroDivisionError)
@@ -150,6 +151,99 @@ def test_monitor_cannot_start_twice(queue: RateLimitingQueue[str]) -> None:
     with pytest.raises(RuntimeError, match="already been started"):
         monitor.start()
     monitor.stop()
+
+
+# -- LiveFigure, the plumbing under QueueMonitor (and chapter 07's sequence diagram) ----------
+
+
+class Calls:
+    """What a LiveFigure's draw and tick did, in order, with a Condition to wait on."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.changed = threading.Condition()
+
+    def add(self, what: str) -> None:
+        with self.changed:
+            self.log.append(what)
+            self.changed.notify_all()
+
+    def wait_for_ticks(self, count: int, thread_name: str) -> bool:
+        with self.changed:
+            return self.changed.wait_for(
+                lambda: self.log.count(f"tick in {thread_name}") >= count, GUARD
+            )
+
+
+def counting_figure(**options: Any) -> tuple[LiveFigure, Calls]:
+    """A LiveFigure whose draw and tick record that they ran (and tick, in which thread)."""
+    calls = Calls()
+    figure = Figure(figsize=(2, 1), dpi=50)
+    axes = figure.subplots()
+
+    def draw() -> None:
+        calls.add("draw")
+        axes.set_title(str(len(calls.log)))
+
+    def tick() -> None:
+        calls.add(f"tick in {threading.current_thread().name}")
+
+    options.setdefault("show", False)
+    live = LiveFigure(figure, draw, name="live-test", caption="a test", tick=tick, **options)
+    return live, calls
+
+
+def test_live_figure_ticks_in_its_named_thread_until_stop_joins_it() -> None:
+    live, calls = counting_figure(interval=0.005, refresh=0.01)
+    live.start()
+    assert live.thread is not None and live.thread.name == "live-test"
+    assert [t.name for t in threading.enumerate() if t.name == "live-test"] == ["live-test"]
+    assert calls.wait_for_ticks(3, "live-test"), "the thread is not ticking"
+    png = live.stop()
+    assert not live.is_alive() and not live.thread.is_alive()
+    assert png.startswith(PNG_SIGNATURE) and live.png == png
+    assert calls.log[-2:] == ["tick in MainThread", "draw"], "stop() ticks once more, then draws"
+    after = len(calls.log)
+    assert live.stop() == png and len(calls.log) == after, "a second stop() draws nothing"
+
+
+def test_live_figure_renders_what_draw_made() -> None:
+    live, calls = counting_figure()
+    first = live.render()
+    second = live.render()
+    assert calls.log == ["draw", "draw"] and first != second  # the title changed from 1 to 2
+    height, width, _ = imread(io.BytesIO(second)).shape
+    assert (width, height) == (100, 50)  # 2 x 1 inches at 50 dpi
+
+
+def test_live_figure_raises_a_failing_tick_from_stop_with_its_cause() -> None:
+    figure = Figure(figsize=(2, 1), dpi=50)
+    figure.subplots()
+
+    def tick() -> None:
+        raise KeyError("sampler broke")
+
+    live = LiveFigure(
+        figure, lambda: None, name="live-fails", caption="c", tick=tick, interval=0.005, show=False
+    )
+    live.start()
+    live.thread.join(GUARD)  # type: ignore[union-attr]
+    with pytest.raises(BackgroundThreadError, match="live-fails") as failure:
+        live.stop()
+    assert isinstance(failure.value.__cause__, KeyError)
+    assert live.png is not None, "it still leaves the image of what was drawn"
+
+
+def test_live_figure_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="interval"):
+        LiveFigure(Figure(), lambda: None, name="x", caption="c", interval=0.5, refresh=0.1)
+    live, _ = counting_figure()
+    with pytest.raises(RuntimeError, match="never started"):
+        live.stop()
+    live.start()
+    with pytest.raises(RuntimeError, match="already been started"):
+        live.start()
+    live.stop()
 
 
 KERNEL_CODE = """
