@@ -1,0 +1,441 @@
+"""The attribution logic of helpers.chain, on objects shaped like recorded ones.
+
+The managedFields entries, Events and Nodes below are copies (shortened, with
+fixed names) of what the recorder saw on the course's cluster: kube-controller-
+manager creating ReplicaSets and Pods, kwok writing Pod status, the scheduler's
+events.k8s.io Event with an empty ``source``. No cluster is needed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from helpers.chain import (
+    DEFAULT_STATUS_WRITERS,
+    DELETED_BY_YOU,
+    Change,
+    Observation,
+    attribute,
+    attribute_all,
+    creator,
+    event_source,
+    field_owner,
+    node_agent,
+    observed_changes,
+    pod_counts,
+    reporting_event,
+    step_of,
+    summary,
+    table,
+)
+
+NS = "shop"
+KWOK_NODE = {"metadata": {"name": "worker", "annotations": {"kwok.x-k8s.io/node": "fake"}}}
+REAL_NODE = {"metadata": {"name": "worker2", "annotations": {"node.alpha.kubernetes.io/ttl": "0"}}}
+NODES = {"worker": KWOK_NODE, "worker2": REAL_NODE}
+
+
+def entry(manager: str, fields: dict[str, Any], time: str, subresource: str = "") -> dict:
+    found = {"manager": manager, "operation": "Update", "time": time, "fieldsV1": fields}
+    return found | ({"subresource": subresource} if subresource else {})
+
+
+def owner(kind: str, name: str) -> dict:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "name": name,
+        "uid": f"uid-{name}",
+        "controller": True,
+    }
+
+
+def replica_set(replicas: int = 3, available: int | None = None) -> dict:
+    status = {"replicas": replicas} | ({"availableReplicas": available} if available else {})
+    status_fields = {"f:replicas": {}} | ({"f:availableReplicas": {}} if available else {})
+    return {
+        "metadata": {
+            "name": "web-5d4f8",
+            "namespace": NS,
+            "ownerReferences": [owner("Deployment", "web")],
+            "managedFields": [
+                entry(
+                    "kube-controller-manager",
+                    {"f:metadata": {}, "f:spec": {"f:replicas": {}}},
+                    "T1",
+                ),
+                entry("kube-controller-manager", {"f:status": status_fields}, "T2", "status"),
+            ],
+        },
+        "spec": {"replicas": replicas},
+        "status": status,
+    }
+
+
+def pod(name: str = "web-5d4f8-abcde", node: str | None = None, agent: str | None = None) -> dict:
+    managed = [
+        entry("kube-controller-manager", {"f:metadata": {}, "f:spec": {"f:containers": {}}}, "T1")
+    ]
+    status: dict[str, Any] = {"phase": "Pending"}
+    if agent:
+        ready = {'k:{"type":"Ready"}': {"f:status": {}}}
+        managed.append(
+            entry(agent, {"f:status": {"f:phase": {}, "f:conditions": ready}}, "T2", "status")
+        )
+        status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    spec = {"containers": [{"name": "pause"}]} | ({"nodeName": node} if node else {})
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "ownerReferences": [owner("ReplicaSet", "web-5d4f8")],
+            "managedFields": managed,
+        },
+        "spec": spec,
+        "status": status,
+    }
+
+
+def event(
+    reason: str, about: tuple[str, str], message: str, *, component: str = "", reporting: str = ""
+) -> dict:
+    return {
+        "reason": reason,
+        "involvedObject": {"kind": about[0], "name": about[1], "namespace": NS},
+        "message": message,
+        "source": {"component": component} if component else {},
+        "reportingComponent": reporting,
+    }
+
+
+EVENTS = [
+    event(
+        "ScalingReplicaSet",
+        ("Deployment", "web"),
+        "Scaled up replica set web-5d4f8 from 0 to 3",
+        component="deployment-controller",
+        reporting="deployment-controller",
+    ),
+    event(
+        "SuccessfulCreate",
+        ("ReplicaSet", "web-5d4f8"),
+        "Created pod: web-5d4f8-abcde",
+        component="replicaset-controller",
+        reporting="replicaset-controller",
+    ),
+    event(
+        "Scheduled",
+        ("Pod", "web-5d4f8-abcde"),
+        f"Successfully assigned {NS}/web-5d4f8-abcde to worker",
+        reporting="default-scheduler",
+    ),
+]
+
+
+def who(kind: str, field: str, path: tuple[str, ...] | None, obj: dict, events=EVENTS) -> tuple:
+    return attribute(kind, field, path, obj, events, DEFAULT_STATUS_WRITERS, NODES)
+
+
+# --- the evidence -------------------------------------------------------------------------------
+
+
+def test_field_owner_walks_the_field_tree() -> None:
+    kwok_pod = pod(node="worker", agent="kwok-controller")
+    assert field_owner(kwok_pod, ("f:status", "f:phase"))["manager"] == "kwok-controller"
+    assert field_owner(kwok_pod, ("f:spec", "f:containers"))["manager"] == "kube-controller-manager"
+    assert field_owner(kwok_pod, ("f:spec", "f:nodeName")) is None, "a binding leaves no entry"
+
+
+def test_field_owner_takes_the_newest_holder_and_the_enclosing_field_when_asked() -> None:
+    shared = {
+        "metadata": {
+            "managedFields": [
+                entry("old-applier", {"f:spec": {"f:replicas": {}}}, "2026-01-01T00:00:00Z"),
+                entry("new-applier", {"f:spec": {"f:replicas": {}}}, "2026-01-02T00:00:00Z"),
+            ]
+        }
+    }
+    assert field_owner(shared, ("f:spec", "f:replicas"))["manager"] == "new-applier"
+    scaled_to_zero = replica_set(replicas=0)  # availableReplicas omitted, as the API server does
+    path = ("f:status", "f:availableReplicas")
+    assert field_owner(scaled_to_zero, path) is None
+    holder = field_owner(scaled_to_zero, path, or_enclosing=True)
+    assert (holder["manager"], holder["subresource"]) == ("kube-controller-manager", "status")
+
+
+def test_creator_is_the_oldest_entry_of_the_object_itself() -> None:
+    obj = {
+        "metadata": {
+            "managedFields": [
+                entry("kube-controller-manager", {"f:status": {}}, "T0", "status"),
+                entry("you", {"f:spec": {}}, "T1"),
+                entry("kubectl-edit", {"f:spec": {}}, "T2"),
+            ]
+        }
+    }
+    assert creator(obj)["manager"] == "you"
+
+
+def test_event_source_reads_both_event_apis() -> None:
+    assert event_source(EVENTS[1]) == "replicaset-controller"
+    assert event_source(EVENTS[2]) == "default-scheduler"  # events.k8s.io: source is empty
+    assert event_source({"source": {}}) == "?"
+
+
+def test_reporting_event_needs_the_reason_the_owner_and_the_exact_name() -> None:
+    the_pod = pod()
+    assert reporting_event(EVENTS, {"SuccessfulCreate"}, the_pod) is EVENTS[1]
+    assert reporting_event(EVENTS, {"SuccessfulDelete"}, the_pod) is None
+    rs = replica_set()
+    # "Created pod: web-5d4f8-abcde" contains the ReplicaSet's name, but does not name it.
+    assert reporting_event(EVENTS, {"SuccessfulCreate"}, rs) is None
+    assert reporting_event(EVENTS, {"ScalingReplicaSet"}, rs) is EVENTS[0]
+    stranger = pod() | {"metadata": pod()["metadata"] | {"ownerReferences": []}}
+    elsewhere = event("SuccessfulCreate", ("ReplicaSet", "other"), "Created pod: web-5d4f8-abcde")
+    assert reporting_event([elsewhere], {"SuccessfulCreate"}, stranger) is None
+
+
+# --- attribution, step by step -------------------------------------------------------------------
+
+
+def test_each_step_is_attributed_from_its_evidence() -> None:
+    deployment = {
+        "metadata": {"name": "web", "managedFields": [entry("you", {"f:spec": {}}, "T0")]}
+    }
+    kwok_pod, kubelet_pod = (
+        pod(node="worker", agent="kwok-controller"),
+        pod(node="worker2", agent="kubelet"),
+    )
+    phase = ("f:status", "f:phase")
+    assert who("Deployment", "created", None, deployment) == ("you", "managedFields: you")
+    assert who("ReplicaSet", "created", None, replica_set())[0] == "deployment-controller"
+    assert who("Pod", "created", None, pod())[0] == "replicaset-controller"
+    assert who("Pod", "spec.nodeName", None, kwok_pod) == (
+        "scheduler",
+        "pods/binding + Event Scheduled",
+    )
+    assert who("Pod", "status.phase", phase, kwok_pod)[0] == "kubelet (kwok)"
+    assert who("Pod", "status.phase", phase, kubelet_pod) == (
+        "kubelet",
+        "managedFields: kubelet (status)",
+    )
+    available = ("f:status", "f:availableReplicas")
+    assert who("ReplicaSet", "status.availableReplicas", available, replica_set(3, 3)) == (
+        "replicaset-controller",
+        "managedFields: kube-controller-manager (status) + RBAC",
+    )
+
+
+def test_a_change_whose_event_has_not_arrived_is_pending() -> None:
+    actor, evidence = who("Pod", "created", None, pod(), events=[])
+    assert actor is None and "not seen yet" in evidence
+    assert who("Pod", "spec.nodeName", None, pod(node="worker"), events=[])[0] is None
+
+
+def test_deletes_are_attributed_by_events_then_to_the_node_agent() -> None:
+    bound = pod(node="worker", agent="kwok-controller")
+    name = bound["metadata"]["name"]
+    ours = event(DELETED_BY_YOU, ("Pod", name), f"Deleted pod: {name}", component="you")
+    theirs = event(
+        "SuccessfulDelete",
+        ("ReplicaSet", "web-5d4f8"),
+        f"Deleted pod: {name}",
+        component="replicaset-controller",
+    )
+    assert who("Pod", "deletionTimestamp", None, bound, [ours]) == (
+        "you",
+        "a DELETE + Event DeletedByYou",
+    )
+    assert who("Pod", "deletionTimestamp", None, bound, [theirs])[0] == "replicaset-controller"
+    assert who("Pod", "deletionTimestamp", None, bound, [])[0] is None
+    assert who("Pod", "deleted", None, bound)[0] == "kubelet (kwok)"
+    assert who("Pod", "deleted", None, pod(node="worker2"))[0] == "kubelet"
+    assert who("Pod", "deleted", None, pod())[0] == "API server"
+
+
+def test_the_garbage_collector_deletes_what_an_owner_that_is_gone_owned() -> None:
+    bound = pod(node="worker", agent="kwok-controller")
+    gone = {"ReplicaSet": {"uid-of-a-new-web-5d4f8"}, "Pod": {"uid-of-the-pod"}}
+    there = {"ReplicaSet": {"uid-web-5d4f8"}}
+    assert who_alive("deletionTimestamp", bound, gone) == (
+        "garbage-collector",
+        "a DELETE; its owner ReplicaSet web-5d4f8 is gone",
+    )
+    assert who_alive("deletionTimestamp", bound, there)[0] is None, "still waiting for an Event"
+    assert who_alive("deletionTimestamp", bound, {})[0] is None, "owner kind not watched: unknown"
+    rs = replica_set()
+    assert who_alive("deleted", rs, {"Deployment": set()})[0] == "garbage-collector"
+    assert step_of("ReplicaSet", "deleted", "garbage-collector") is None
+
+
+def who_alive(field: str, obj: dict, alive: dict) -> tuple:
+    kind = "Pod" if "containers" in obj["spec"] else "ReplicaSet"
+    return attribute(kind, field, None, obj, [], DEFAULT_STATUS_WRITERS, NODES, alive)
+
+
+def test_node_agent_reads_kwoks_annotation() -> None:
+    assert node_agent(KWOK_NODE) == "kubelet (kwok)"
+    assert node_agent(REAL_NODE) == node_agent(None) == "kubelet"
+
+
+def test_steps() -> None:
+    assert [
+        step_of("Deployment", f, "you")
+        for f in ("created", "spec.replicas", "status.availableReplicas")
+    ] == [1, 1, 8]
+    assert [
+        step_of("ReplicaSet", f, "x")
+        for f in ("created", "spec.replicas", "status.availableReplicas")
+    ] == [2, 2, 7]
+    pod_fields = ("created", "not bound yet", "spec.nodeName", "status.phase", "Ready", "deleted")
+    assert [step_of("Pod", f, "x") for f in pod_fields] == [3, 4, 5, 6, 6, 9]
+    assert step_of("Pod", "deletionTimestamp", "replicaset-controller") == 3
+    assert step_of("Pod", "deletionTimestamp", "you") == 9
+    assert (step_of("Foo", "created", "you"), step_of("Foo", "status.availableReplicas", "x")) == (
+        0,
+        10,
+    )
+    assert step_of("Node", "Ready", "kubelet") is None
+
+
+# --- from observations to rows --------------------------------------------------------------------
+
+
+def test_observed_changes_report_only_the_chosen_fields() -> None:
+    before = pod(node="worker")
+    after = pod(node="worker", agent="kwok-controller")
+    after["metadata"]["resourceVersion"] = "99"  # not reported
+    changed = observed_changes(Observation(1.0, "Pod", "updated", before, after))
+    assert changed == [("status.phase", "Pending", "Running"), ("Ready", "-", "True")]
+    scaled = observed_changes(
+        Observation(1.0, "ReplicaSet", "updated", replica_set(1, 1), replica_set(0))
+    )
+    assert scaled == [("spec.replicas", "1", "0"), ("status.availableReplicas", "1", "0")]
+    assert observed_changes(Observation(1.0, "Pod", "added", None, pod())) == [
+        ("created", "", "spec.nodeName empty")
+    ]
+
+
+def a_recorded_chain(order: list[str]) -> list[Observation]:
+    """Two Pods created, bound and started, in the interleaving ``order`` gives."""
+    names = ["web-5d4f8-aaaaa", "web-5d4f8-bbbbb"]
+    steps = (
+        {f"{n}-created": ("added", None, pod(n)) for n in names}
+        | {f"{n}-bound": ("updated", pod(n), pod(n, node="worker")) for n in names}
+        | {
+            f"{n}-started": ("updated", pod(n, "worker"), pod(n, "worker", agent="kwok-controller"))
+            for n in names
+        }
+    )
+    return [Observation(i * 0.01, "Pod", *steps[key]) for i, key in enumerate(order)]
+
+
+def events_for(names: list[str]) -> list[dict]:
+    created = [
+        event(
+            "SuccessfulCreate",
+            ("ReplicaSet", "web-5d4f8"),
+            f"Created pod: {n}",
+            component="replicaset-controller",
+        )
+        for n in names
+    ]
+    scheduled = [
+        event(
+            "Scheduled",
+            ("Pod", n),
+            f"Successfully assigned {NS}/{n} to worker",
+            reporting="default-scheduler",
+        )
+        for n in names
+    ]
+    return created + scheduled
+
+
+def test_step_4_is_checked_not_assumed() -> None:
+    names = ["web-5d4f8-aaaaa", "web-5d4f8-bbbbb"]
+    order = [f"{n}-{s}" for n in names for s in ("created", "bound", "started")]
+    changes = attribute_all(
+        a_recorded_chain(order), events_for(names), DEFAULT_STATUS_WRITERS, NODES
+    )
+    waits = [c for c in changes if c.step == 4]
+    assert sorted(c.name for c in waits) == names and {c.actor for c in waits} == {"kubelet (kwok)"}
+    # A node agent writing to a Pod before it is bound would break step 4: no row then.
+    unbound = pod(names[0])
+    early = [
+        Observation(0.0, "Pod", "added", None, unbound),
+        Observation(0.1, "Pod", "updated", unbound, pod(names[0], agent="kwok")),
+    ]
+    assert not [
+        c
+        for c in attribute_all(early, events_for(names), DEFAULT_STATUS_WRITERS, NODES)
+        if c.step == 4
+    ]
+
+
+def test_the_table_is_the_same_for_every_interleaving_but_its_times() -> None:
+    names = ["web-5d4f8-aaaaa", "web-5d4f8-bbbbb"]
+    texts = set()
+    for seed in range(20):
+        order = [f"{n}-created" for n in names]
+        random.Random(seed).shuffle(order)
+        rest = [f"{n}-{s}" for n in names for s in ("bound", "started")]
+        random.Random(seed + 100).shuffle(rest)
+        rest.sort(key=lambda key: key.endswith("started"))  # a Pod starts only once bound
+        changes = attribute_all(
+            a_recorded_chain(order + rest), events_for(names), DEFAULT_STATUS_WRITERS, NODES
+        )
+        texts.add(re.sub(r"t\+\d+\.\d{3}s", "t+T", table(summary(changes))))
+    assert len(texts) == 1, texts
+    (text,) = texts
+    assert "2 Pods" in text and "status phase=Running, Ready=True" in text
+    assert [line.split()[0] for line in text.splitlines()[1:]] == ["3", "4", "5", "6"]
+
+
+def test_summary_keeps_a_specs_values_in_order_and_a_status_final() -> None:
+    def rs_change(at: float, field: str, before: str, after: str, available: str) -> Change:
+        state = (
+            ("spec.replicas", after if field == "spec.replicas" else "3"),
+            ("status.availableReplicas", available),
+        )
+        return Change(
+            at,
+            "ReplicaSet",
+            "web-5d4f8",
+            field,
+            before,
+            after,
+            "x",
+            "e",
+            2 if field == "spec.replicas" else 7,
+            state,
+        )
+
+    changes = [
+        rs_change(0.1, "spec.replicas", "3", "5", "3"),
+        rs_change(0.2, "status.availableReplicas", "3", "4", "4"),
+        rs_change(0.3, "status.availableReplicas", "4", "5", "5"),
+        rs_change(0.4, "spec.replicas", "5", "2", "5"),
+        rs_change(0.5, "status.availableReplicas", "5", "2", "2"),
+    ]
+    rows = summary(changes)
+    assert [(row.step, row.change) for row in rows] == [
+        (2, "spec.replicas 3 → 5 → 2"),
+        (7, "status availableReplicas=2"),
+    ]
+
+
+def test_pod_counts_leave_out_pods_being_deleted() -> None:
+    def c(at: float, name: str, field: str, after: str = "") -> Change:
+        return Change(at, "Pod", name, field, "", after, "x", "e", None)
+
+    changes = [c(0, "a", "created"), c(1, "a", "Ready", "True"), c(2, "b", "created")]
+    changes += [
+        c(3, "b", "Ready", "True"),
+        c(4, "a", "deletionTimestamp", "set"),
+        c(5, "a", "deleted"),
+    ]
+    times, existing, ready = pod_counts(changes)
+    assert (times, existing, ready) == ([0, 1, 2, 3, 4, 5], [1, 1, 2, 2, 1, 1], [0, 1, 1, 2, 1, 1])
