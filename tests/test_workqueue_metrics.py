@@ -1,4 +1,5 @@
-"""Workqueue metrics, checked against client-go's metrics_test.go, plus the text format.
+"""Workqueue metrics, checked against client-go's metrics_test.go, plus their exposition
+through prometheus_client.
 
 Time is a FakeClock. A named queue runs one clock-driven thread (the refresher of
 the in-flight gauges); after each step the test waits until it is parked again.
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 from itertools import pairwise
 
 import pytest
-from prometheus_client import parser
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, parser
 
 from helpers.clock import FakeClock
 from helpers.workqueue import (
@@ -24,7 +25,7 @@ from helpers.workqueue import (
     RateLimitingQueue,
     render_prometheus,
 )
-from helpers.workqueue.metrics import BUCKETS
+from helpers.workqueue.metrics import BUCKETS, QueueMetricsCollector
 
 GUARD = 5.0
 """Real seconds before a wait that should succeed is declared a failure."""
@@ -242,22 +243,23 @@ def test_prometheus_values_follow_the_queue(clock: FakeClock) -> None:
     finally:
         q.shut_down()
     lines = set(text.splitlines())
-    assert 'workqueue_depth{name="demo"} 1' in lines  # 3 added, 2 handed out
-    assert 'workqueue_adds_total{name="demo"} 3' in lines
-    assert 'workqueue_retries_total{name="demo"} 0' in lines
-    assert 'workqueue_queue_duration_seconds_count{name="demo"} 2' in lines
+    assert 'workqueue_depth{name="demo"} 1.0' in lines  # 3 added, 2 handed out
+    assert 'workqueue_adds_total{name="demo"} 3.0' in lines
+    assert 'workqueue_retries_total{name="demo"} 0.0' in lines
+    assert 'workqueue_queue_duration_seconds_count{name="demo"} 2.0' in lines
     assert 'workqueue_queue_duration_seconds_sum{name="demo"} 0.002' in lines
-    assert 'workqueue_work_duration_seconds_count{name="demo"} 1' in lines
+    assert 'workqueue_work_duration_seconds_count{name="demo"} 1.0' in lines
 
     buckets = re.findall(
-        r'^workqueue_queue_duration_seconds_bucket\{name="demo",le="([^"]+)"\} (\d+)$',
+        r'^workqueue_queue_duration_seconds_bucket\{le="([^"]+)",name="demo"\} (\S+)$',
         text,
         re.MULTILINE,
     )
     assert [le for le, _ in buckets] == [
-        "1e-08", "1e-07", "1e-06", "1e-05", "0.0001", "0.001", "0.01", "0.1", "1", "10", "+Inf",
+        "1e-08", "1e-07", "1e-06", "1e-05", "0.0001", "0.001", "0.01", "0.1", "1.0", "10.0",
+        "+Inf",
     ]  # fmt: skip
-    assert [int(n) for _, n in buckets] == [0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2]  # both waited 1 ms
+    assert [float(n) for _, n in buckets] == [0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2]  # both waited 1 ms
 
 
 def test_client_go_histogram_buckets() -> None:
@@ -278,8 +280,8 @@ def test_prometheus_several_queues_and_label_escaping(clock: FakeClock) -> None:
         for q in queues:
             q.shut_down()
     assert text.count("# TYPE workqueue_depth gauge") == 1
-    assert 'workqueue_depth{name="first"} 1' in text
-    assert 'workqueue_depth{name="say \\"hi\\"\\\\now"} 0' in text
+    assert 'workqueue_depth{name="first"} 1.0' in text
+    assert 'workqueue_depth{name="say \\"hi\\"\\\\now"} 0.0' in text
     assert text.count("workqueue_depth{") == 2  # the unnamed queue has no metrics
 
 
@@ -330,3 +332,28 @@ def test_snapshot_is_readable_from_another_thread(clock: FakeClock) -> None:
     assert len(seen) == 300, "the reader thread failed"
     assert seen == sorted(seen), "a snapshot went backwards"
     assert q.metrics.snapshot()["adds_total"] == 2000
+
+
+def test_collector_reads_the_queue_at_scrape_time(clock: FakeClock) -> None:
+    """One collector, registered once: each scrape shows the queue as it is then."""
+    q: Queue[str] = Queue("live", clock=clock)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueMetricsCollector([q.metrics]))
+    try:
+        assert registry.get_sample_value("workqueue_depth", {"name": "live"}) == 0
+        q.add("a")
+        q.add("b")
+        assert registry.get_sample_value("workqueue_depth", {"name": "live"}) == 2
+        assert registry.get_sample_value("workqueue_adds_total", {"name": "live"}) == 2
+    finally:
+        q.shut_down()
+
+
+def test_no_global_registry_is_touched(clock: FakeClock) -> None:
+    """Each exposition has its own registry: the library's global one stays empty of ours."""
+    q = busy_queue(clock, "private")
+    try:
+        assert "workqueue_depth" in render_prometheus([q.metrics])
+    finally:
+        q.shut_down()
+    assert "workqueue_depth" not in generate_latest(REGISTRY).decode()

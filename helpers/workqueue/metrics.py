@@ -16,16 +16,28 @@ retries count AddAfter calls, i.e. failures being retried.
 
 Like client-go, metrics only exist for a named queue: ``new_queue_metrics("")``
 returns a ``NoopMetrics``. Unlike client-go there is no global registry: each
-queue owns its metrics object, ``snapshot()`` gives a widget a plain dict and
-``to_prometheus()`` the text exposition format.
+queue owns its metrics object, and ``snapshot()`` gives a widget a plain dict.
+For Prometheus, :class:`QueueMetricsCollector` hands those snapshots to the
+``prometheus_client`` library at scrape time, which writes the exposition
+format (``to_prometheus()``; chapter 08 serves it over HTTP).
 """
 
 from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from helpers.clock import Clock
 
@@ -218,7 +230,7 @@ def _histogram_dict(histogram: Histogram) -> dict[str, Any]:
     }
 
 
-# Prometheus text format ----------------------------------------------------
+# Prometheus, through the prometheus_client library -------------------------
 
 _FAMILIES: list[tuple[str, str, str, str]] = [
     # (metric name, type, snapshot key, help)
@@ -253,34 +265,38 @@ _FAMILIES: list[tuple[str, str, str, str]] = [
 ]
 
 
+class QueueMetricsCollector(Collector):
+    """The metrics of some queues, read when Prometheus scrapes (a prometheus_client Collector).
+
+    Register it with a ``CollectorRegistry``; each scrape calls :meth:`collect`,
+    which reads every queue's snapshot, so the numbers are never copied twice.
+    """
+
+    def __init__(self, queues: Iterable[QueueMetrics | NoopMetrics]) -> None:
+        self.queues = list(queues)
+
+    def collect(self) -> Iterator[Metric]:
+        snapshots = [s for s in (q.snapshot() for q in self.queues) if s]
+        if not snapshots:
+            return
+        kinds = {"gauge": GaugeMetricFamily, "counter": CounterMetricFamily}
+        for metric, kind, key, help_text in _FAMILIES:
+            family = (HistogramMetricFamily if kind == "histogram" else kinds[kind])(
+                metric, help_text, labels=["name"]
+            )
+            for snap in snapshots:
+                if kind != "histogram":
+                    family.add_metric([snap["name"]], snap[key])
+                    continue
+                hist = snap[key]
+                buckets = [(floatToGoString(le), n) for le, n in hist["buckets"].items()]
+                buckets.append(("+Inf", hist["count"]))
+                family.add_metric([snap["name"]], buckets, hist["sum"])
+            yield family
+
+
 def render_prometheus(queues: Iterable[QueueMetrics | NoopMetrics]) -> str:
-    """Metrics of several queues as one exposition: each family's HELP and TYPE once."""
-    snapshots = [s for s in (q.snapshot() for q in queues) if s]
-    lines: list[str] = []
-    for metric, kind, key, help_text in _FAMILIES:
-        lines.append(f"# HELP {metric} {help_text}")
-        lines.append(f"# TYPE {metric} {kind}")
-        for snap in snapshots:
-            name = f'name="{_escape(snap["name"])}"'
-            if kind != "histogram":
-                lines.append(f"{metric}{{{name}}} {_number(snap[key])}")
-                continue
-            hist = snap[key]
-            for bound, n in hist["buckets"].items():
-                lines.append(f'{metric}_bucket{{{name},le="{_number(bound)}"}} {n}')
-            lines.append(f'{metric}_bucket{{{name},le="+Inf"}} {hist["count"]}')
-            lines.append(f"{metric}_sum{{{name}}} {_number(hist['sum'])}")
-            lines.append(f"{metric}_count{{{name}}} {hist['count']}")
-    return "\n".join(lines) + "\n" if snapshots else ""
-
-
-def _escape(label_value: str) -> str:
-    """Escape a label value as the text format requires."""
-    return label_value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _number(value: float) -> str:
-    """Shortest text for a number, as Go prints it: 1, 0.001, 1e-08."""
-    if float(value).is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return repr(float(value))
+    """Metrics of several queues as one exposition, in Prometheus' text format."""
+    registry = CollectorRegistry(auto_describe=False)  # our own, not the library's global one
+    registry.register(QueueMetricsCollector(queues))
+    return generate_latest(registry).decode()
