@@ -21,7 +21,10 @@ from collections.abc import Iterator
 
 import kubernetes
 import pytest
+import urllib3
+from kubernetes.client.exceptions import ApiException
 
+from helpers import kube
 from helpers.cluster.info import describe
 from helpers.cluster.local import LocalCluster
 from helpers.cluster.paths import CourseHome
@@ -153,17 +156,20 @@ def restart_api_server(cluster: LocalCluster, while_down: callable = lambda: Non
 
 
 def wait_until_api_answers(cluster: LocalCluster, timeout: float = 60) -> None:
-    """Ask /version until it answers: a starting process announces nothing to wait on."""
-    from helpers import kube
+    """Ask /readyz until it says ok: a starting process announces nothing to wait on.
 
+    /version answers before every path is installed (a Foo created then gets 503); /readyz
+    waits for the post-start hooks, CRDs included.
+    """
     deadline = time.monotonic() + timeout
     while True:
         try:
-            kube.connect(cluster.kubeconfig, probe_timeout=2)
-            return
-        except CourseError:
-            assert time.monotonic() < deadline, "the API server did not come back"
-            time.sleep(0.25)
+            if kube.raw_get(kube.connect(cluster.kubeconfig, probe_timeout=2), "/readyz") == "ok":
+                return
+        except (CourseError, ApiException, urllib3.exceptions.HTTPError):
+            pass
+        assert time.monotonic() < deadline, "the API server did not come back"
+        time.sleep(0.25)
 
 
 def test_leader_survives_a_short_api_server_restart(
