@@ -14,8 +14,9 @@ Classes grow across cells the way d2l's ``add_to_class`` does it: a cell that
 holds one method says ``@add_to_class(Queue)`` above its ``def``. In the
 notebook the decorator attaches the function to the class; in the module the
 exporter moves the method into the class body, so the library reads like a
-normal module. A method that calls ``super()`` without arguments must stay in
-its class's cell (outside a class body Python cannot tell which class it is).
+normal module. Outside a class body Python cannot tell which class a bare
+``super()`` is in, so such a method either stays in its class's cell or says
+``super(Owner, self)``, which the exporter writes as ``super()`` in the module.
 
 Models: d2l's ``#@save`` and nbdev's ``#| export`` with its CI re-export step.
 """
@@ -164,10 +165,54 @@ def _calls_bare_super(function: ast.AST) -> bool:
     )
 
 
-def _as_method(statement: ast.FunctionDef | ast.AsyncFunctionDef, text: str, start: int) -> str:
-    """The method's text for a class body: the add_to_class line dropped, indented once."""
+def _named_supers(function: ast.FunctionDef | ast.AsyncFunctionDef, owner: str) -> list[ast.Call]:
+    """The ``super(Owner, self)`` calls in a method added to ``Owner``.
+
+    In a notebook a method written outside its class must name both (Python finds
+    the class of a bare ``super()`` only inside a class body); once the exporter
+    has moved it into the class, the bare form says the same thing.
+    """
+    params = function.args.posonlyargs + function.args.args
+    if not params:
+        return []
+    first = params[0].arg
+    return [
+        node
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "super"
+        and [getattr(arg, "id", None) for arg in node.args] == [owner, first]
+        and not node.keywords
+    ]
+
+
+def _bare_supers(
+    statement: ast.FunctionDef | ast.AsyncFunctionDef, owner: str, lines: list[str], start: int
+) -> list[str]:
+    """``lines`` with each ``super(Owner, self)`` written ``super()`` (right to left, so
+    the positions of the calls still to rewrite stay valid)."""
+    calls = sorted(
+        _named_supers(statement, owner), key=lambda c: (c.lineno, c.col_offset), reverse=True
+    )
+    for call in calls:
+        if call.lineno != call.end_lineno:
+            continue  # spread over lines: leave it as written
+        row = call.lineno - start
+        # col_offset counts UTF-8 bytes; work on the encoded line.
+        raw = lines[row].encode()
+        assert raw[call.col_offset : call.end_col_offset].startswith(b"super(")
+        lines[row] = (raw[: call.col_offset] + b"super()" + raw[call.end_col_offset :]).decode()
+    return lines
+
+
+def _as_method(
+    statement: ast.FunctionDef | ast.AsyncFunctionDef, owner: str, text: str, start: int
+) -> str:
+    """The method's text for a class body: the add_to_class line dropped, ``super(Owner,
+    self)`` made bare, indented once."""
     decorator = next(d for d in statement.decorator_list if isinstance(d, ast.Call))
-    lines = text.split("\n")
+    lines = _bare_supers(statement, owner, text.split("\n"), start)
     # ``start`` is the file line of text's first line; drop the decorator's lines.
     first = decorator.lineno - start
     last = (decorator.end_lineno or decorator.lineno) - start
@@ -214,10 +259,11 @@ def render_module(cells: list[ExportCell]) -> str:
             if _calls_bare_super(statement):
                 raise ExportError(
                     f"{cell.where}: {statement.name} calls super() without arguments; keep "
-                    f"it in {owner}'s class cell or write super({owner}, self)"
+                    f"it in {owner}'s class cell or write super({owner}, self) (the export "
+                    "makes it bare again)"
                 )
             assert isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef)
-            classes[owner].methods.append(_as_method(statement, text, start))
+            classes[owner].methods.append(_as_method(statement, owner, text, start))
         if plain_from:
             blocks.append(_Block(_lines(lines, plain_from, len(lines))))
     parts = ["\n\n".join([block.text, *block.methods]) for block in blocks]

@@ -58,6 +58,28 @@ def test_methods_added_in_later_cells_land_in_the_class_body() -> None:
     assert text.splitlines()[1].startswith("# notebooks/09_demo.ipynb")
 
 
+def test_a_method_that_names_its_class_in_super_is_written_bare_in_the_module() -> None:
+    """A cell must say super(Owner, self) (no class body around it); the module says super().
+
+    Only calls naming this method's own class and first argument change: super(Other, self)
+    or super(Box, other) mean something else and stay as written.
+    """
+    cells = _cells(
+        "class Base:\n    def close(self) -> str:\n        return 'base'\n",
+        "class Box(Base):\n    pass\n",
+        "@add_to_class(Box)\ndef close(me) -> str:\n"
+        "    first = super(Box, me).close()  # the parent's close, é\n"
+        "    other = super(Base, me)\n"
+        "    return first + str(other)\n",
+    )
+    text = render_module(cells)
+    assert "first = super().close()  # the parent's close, é" in text
+    assert "other = super(Base, me)" in text
+    namespace: dict = {}
+    exec(compile(text, "demo", "exec"), namespace)  # the module runs: bare super() finds Box
+    assert namespace["Box"]().close().startswith("base")
+
+
 def test_add_to_class_attaches_functions_properties_and_staticmethods() -> None:
     class Box:
         pass

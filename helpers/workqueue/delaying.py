@@ -147,6 +147,4 @@ class DelayingQueue(Queue[T]):
             self._wake.notify_all()
         if self._loop_thread is not threading.current_thread():
             self._loop_thread.join()
-        # super() names its class: the chapter writes this method in a cell of its own,
-        # outside the class body, where a bare super() cannot tell which class it is in.
-        super(DelayingQueue, self)._stop_background()  # noqa: UP008, RUF100
+        super()._stop_background()
