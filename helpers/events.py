@@ -28,8 +28,9 @@ How this differs from client-go:
   client-go queues Events to a broadcaster goroutine, so a slow API server never
   slows a sync. Ours keeps a sync waiting for one small write, and keeps the
   code short.
-* Best effort, like client-go: a failed write is logged, never raised; an Event
-  is a message to a human, not part of the controller's state.
+* Best effort, like client-go: a failed write (an error answer, a refused
+  connection, a timeout) is logged, never raised; an Event is a message to a
+  human, not part of the controller's state.
 * No spam filter (client-go's token bucket per object) and no aggregation of
   *similar* Events (same reason, different messages) into one.
 """
@@ -46,6 +47,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import kubernetes
+import urllib3
 from kubernetes.client.exceptions import ApiException
 
 log = logging.getLogger("helpers.events")
@@ -58,6 +60,9 @@ CACHE_SIZE = 4096
 
 REQUEST_TIMEOUT = 10.0
 """Seconds an Event write may take; it is only a message, so we do not wait long."""
+
+LOCK_STRIPES = 64
+"""Locks that keep two writers of the same Event apart (an Event picks one by its hash)."""
 
 
 @dataclass(frozen=True)
@@ -83,12 +88,15 @@ class EventRecorder:
         component: str,
         *,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        request_timeout: float | tuple[float, float] = REQUEST_TIMEOUT,
     ) -> None:
         self._core = core
         self.component = component
         self._now = now
-        self._lock = threading.Lock()
+        self._timeout = request_timeout
+        self._lock = threading.Lock()  # guards the cache; never held during an API call
         self._written: OrderedDict[tuple[str, ...], _Written] = OrderedDict()  # an LRU cache
+        self._same_event = [threading.Lock() for _ in range(LOCK_STRIPES)]
 
     def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
         """Record that ``reason``/``message`` happened to ``obj`` (type Normal or Warning)."""
@@ -103,22 +111,26 @@ class EventRecorder:
             message,
         )
         identity = self._identity(reference, event_type, reason, message)
-        with self._lock:
-            before = self._written.get(identity)
-        try:
-            if before is not None and self._count_repeat(before):
-                written = _Written(before.namespace, before.name, before.count + 1)
-            else:
-                written = self._create(reference, event_type, reason, message)
-        except (ApiException, OSError) as err:
-            # An Event is a note to a human: losing one must not fail the sync.
-            log.warning("could not write Event %s about %s: %s", reason, reference["name"], err)
-            return
-        with self._lock:
-            self._written[identity] = written
-            self._written.move_to_end(identity)
-            if len(self._written) > CACHE_SIZE:
-                self._written.popitem(last=False)
+        # Read, write, remember: one writer at a time for the same Event, or two
+        # workers reporting it at once would both create it.
+        with self._same_event[hash(identity) % LOCK_STRIPES]:
+            with self._lock:
+                before = self._written.get(identity)
+            try:
+                if before is not None and self._count_repeat(before):
+                    written = _Written(before.namespace, before.name, before.count + 1)
+                else:
+                    written = self._create(reference, event_type, reason, message)
+            except (ApiException, urllib3.exceptions.HTTPError, OSError) as err:
+                # An Event is a note to a human: losing one must not fail the sync.
+                # (urllib3's timeouts and broken connections are HTTPErrors, not OSErrors.)
+                log.warning("could not write Event %s about %s: %s", reason, reference["name"], err)
+                return
+            with self._lock:
+                self._written[identity] = written
+                self._written.move_to_end(identity)
+                if len(self._written) > CACHE_SIZE:
+                    self._written.popitem(last=False)
 
     def _identity(
         self, reference: dict[str, Any], event_type: str, reason: str, message: str
@@ -160,7 +172,7 @@ class EventRecorder:
         }
         _discard(
             self._core.create_namespaced_event(
-                namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                namespace, body, _preload_content=False, _request_timeout=self._timeout
             )
         )
         return _Written(namespace, name, 1)
@@ -180,7 +192,7 @@ class EventRecorder:
                 # The client would label a dict as a JSON Patch; this is a merge patch.
                 _content_type="application/merge-patch+json",
                 _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT,
+                _request_timeout=self._timeout,
             )
         except ApiException as err:
             if err.status == 404:
