@@ -96,6 +96,11 @@ def _expired_watch(api: kubernetes.client.ApiClient, namespace: str) -> dict[str
             if event["type"] == "ERROR":
                 return event["object"]
     finally:
+        # We stop at the ERROR event, before the end of the stream. Released as it is, the
+        # connection would go back to the pool with that response unread, and the next request
+        # to pick it before the server's final chunk arrives would fail with
+        # ResponseNotReady('Request-sent'). Closing it gives the pool a fresh one instead.
+        response.close()
         response.release_conn()
     raise AssertionError("the watch from a compacted resourceVersion did not fail")
 
