@@ -55,7 +55,7 @@ import copy
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import kubernetes
@@ -72,6 +72,7 @@ from helpers.workqueue import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
+    RateLimiter,
     RateLimitingQueue,
 )
 
@@ -123,6 +124,23 @@ class Clients(Protocol):
     ) -> None: ...
 
 
+class SyncObserver(Protocol):
+    """Someone watching the loop work, such as chapter 06's timeline (none, usually).
+
+    Called in the worker's own thread, while it works on ``key``: so calls must
+    be quick, and must not raise. ``requeued`` comes from the queue's rate
+    limiter when a failed key is put back, with the delay it will wait.
+    """
+
+    def sync_started(self, key: str) -> None: ...
+
+    def sync_finished(self, key: str, error: Exception | None) -> None: ...
+
+    def wrote(self, verb: str, name: str, error: Exception | None) -> None: ...
+
+    def requeued(self, key: str, delay: float) -> None: ...
+
+
 def foo_rate_limiter(clock: Clock | None = None) -> MaxOfRateLimiter:
     """sample-controller's limiter: per Foo 5 ms doubling to 1000 s, all Foos 50 qps (burst 300).
 
@@ -142,6 +160,9 @@ class FooController:
     its handlers at once. Start the informers, then call :meth:`run`.
     :meth:`new` builds everything from an API client, as ``main.go`` does.
     """
+
+    observer: SyncObserver | None = None
+    """Told about every sync (see :meth:`observe`); nobody, unless someone asks."""
 
     def __init__(
         self,
@@ -186,11 +207,13 @@ class FooController:
         *,
         namespace: str | None = None,
         resync_period: float = RESYNC_PERIOD,
+        workqueue: RateLimitingQueue[str] | None = None,
     ) -> FooController:
         """A controller for the Foos (and Deployments) of ``namespace``, or of all namespaces.
 
         The wiring of sample-controller's ``main.go``: one informer per kind,
         the real clients, and an Event recorder named ``sample-controller``.
+        ``workqueue`` replaces the default queue (chapter 06 tries other rate limiters).
         """
         where = f"/namespaces/{namespace}" if namespace else ""
         foo_path = f"/apis/{FOO_GROUP}/{FOO_VERSION}{where}/{FOO_PLURAL}"
@@ -200,7 +223,7 @@ class FooController:
             name="deployments",
             resync_period=resync_period,
         )
-        return cls(KubeClients(api), foos, deployments)
+        return cls(KubeClients(api), foos, deployments, workqueue=workqueue)
 
     @property
     def informers(self) -> tuple[SharedInformer, SharedInformer]:
@@ -255,17 +278,39 @@ class FooController:
         key, shutdown = self.workqueue.get()
         if shutdown or key is None:
             return False
+        observer = self.observer  # usually None, and then the two ifs are all it costs
+        if observer is not None:
+            observer.sync_started(key)
+        error: Exception | None = None
         try:
             self.sync_handler(key)
         except Exception as err:
+            error = err
             log.error("Error syncing; requeuing for later retry: %s: %s", key, _describe(err))
             self.workqueue.add_rate_limited(key)
         else:
             self.workqueue.forget(key)
             log.info("Successfully synced %s", key)
         finally:
+            if observer is not None:  # before done(): the key's next sync cannot overlap this one
+                observer.sync_finished(key, error)
             self.workqueue.done(key)
         return True
+
+    def observe(self, observer: SyncObserver | None) -> None:
+        """Tell ``observer`` of every sync, write and requeue from now on (None: stop telling)."""
+        clients, limiter = self.clients, self.workqueue.rate_limiter
+        if isinstance(clients, _ObservedClients):
+            clients = clients.inner
+        if isinstance(limiter, _ObservedLimiter):
+            limiter = limiter.inner
+        if observer is not None:
+            clients, limiter = (
+                _ObservedClients(clients, observer),
+                _ObservedLimiter(limiter, observer),
+            )
+        self.clients, self.workqueue.rate_limiter = clients, limiter
+        self.observer = observer
 
     # --- one sync -----------------------------------------------------------------------------
 
@@ -379,6 +424,64 @@ class FooController:
             log.debug("Ignore orphaned object %s/%s", namespace, obj["metadata"].get("name"))
             return
         self.enqueue_foo(foo)
+
+
+class _ObservedClients:
+    """:class:`Clients` that also tell an observer about each write, and whether it failed."""
+
+    def __init__(self, inner: Clients, observer: SyncObserver) -> None:
+        self.inner = inner
+        self.observer = observer
+
+    def _write(self, verb: str, name: str, call: Callable[[], Any]) -> Any:
+        try:
+            answer = call()
+        except Exception as err:
+            self.observer.wrote(verb, name, err)
+            raise
+        self.observer.wrote(verb, name, None)
+        return answer
+
+    def create_deployment(self, namespace: str, deployment: dict[str, Any]) -> dict[str, Any]:
+        create = self.inner.create_deployment
+        name = deployment["metadata"]["name"]
+        return self._write("create Deployment", name, lambda: create(namespace, deployment))
+
+    def update_deployment(self, namespace: str, deployment: dict[str, Any]) -> dict[str, Any]:
+        update = self.inner.update_deployment
+        name = deployment["metadata"]["name"]
+        return self._write("update Deployment", name, lambda: update(namespace, deployment))
+
+    def update_foo_status(self, namespace: str, foo: dict[str, Any]) -> dict[str, Any]:
+        update = self.inner.update_foo_status
+        name = foo["metadata"]["name"]
+        return self._write("update Foo status", name, lambda: update(namespace, foo))
+
+    def record_event(
+        self, obj: Mapping[str, Any], event_type: str, reason: str, message: str
+    ) -> None:
+        record = self.inner.record_event
+        name = (obj.get("metadata") or {}).get("name", "")
+        self._write(f"Event {reason}", name, lambda: record(obj, event_type, reason, message))
+
+
+class _ObservedLimiter:
+    """The queue's rate limiter, also telling an observer each delay it hands out."""
+
+    def __init__(self, inner: RateLimiter, observer: SyncObserver) -> None:
+        self.inner = inner
+        self.observer = observer
+
+    def when(self, item: Any) -> float:
+        delay = self.inner.when(item)
+        self.observer.requeued(item, delay)
+        return delay
+
+    def forget(self, item: Any) -> None:
+        self.inner.forget(item)
+
+    def num_requeues(self, item: Any) -> int:
+        return self.inner.num_requeues(item)
 
 
 def foo_body(name: str, deployment_name: str | None, replicas: int | None = 1) -> dict[str, Any]:
@@ -546,3 +649,11 @@ def run_controller(controller: FooController, workers: int, stop: StopEvent) -> 
         for informer in controller.informers:
             if not informer.join(REQUEST_TIMEOUT):
                 log.warning("informer %s still has threads running after stop", informer.name)
+
+
+# `python -m helpers.controller [flags]` runs the controller as a program (chapter 08 builds it);
+# not when a notebook runs this cell (there __spec__ is None).
+if __name__ == "__main__" and __spec__ is not None and __spec__.name == "helpers.controller":
+    from helpers.program import main
+
+    raise SystemExit(main())
