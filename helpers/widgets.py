@@ -223,12 +223,65 @@ class Sample:
     retries: int  # workqueue_retries_total
 
 
+class QueueSampler:
+    """Samples of a named queue's metrics and in-flight count, taken when asked.
+
+    One way of sampling a queue for every plot of it: :class:`QueueMonitor`
+    plots its samples, and chapter 06's timeline draws them as a strip under
+    its lanes. ``started_at`` (a ``time.monotonic()`` reading) is time zero of
+    each sample's ``at``; ``queue`` may be replaced by another queue's (a
+    restarted controller's), and sampling carries on from the new one.
+    """
+
+    def __init__(self, queue: Queue[Any], *, started_at: float | None = None) -> None:
+        if not isinstance(queue.metrics, QueueMetrics):
+            raise CourseError(
+                "This queue keeps no metrics to plot, because it has no name.",
+                "give it one, for example RateLimitingQueue(limiter, 'configmaps').",
+            )
+        self.queue = queue
+        self.started_at = time.monotonic() if started_at is None else started_at
+        self.samples: deque[Sample] = deque(maxlen=MAX_SAMPLES)
+        self._sampled = threading.Condition()  # guards samples; notified on each sample
+
+    def sample(self) -> Sample:
+        """Read the queue's metrics and in-flight count now, and record them."""
+        metrics = self.queue.metrics.snapshot()
+        sample = Sample(
+            at=time.monotonic() - self.started_at,
+            depth=metrics["depth"],
+            in_flight=self.queue.in_flight(),
+            adds=metrics["adds_total"],
+            retries=metrics["retries_total"],
+        )
+        with self._sampled:
+            self.samples.append(sample)
+            self._sampled.notify_all()
+        return sample
+
+    def snapshot(self) -> list[Sample]:
+        """A copy of the samples so far, oldest first."""
+        with self._sampled:
+            return list(self.samples)
+
+    def wait_for_samples(self, count: int, timeout: float | None = None) -> bool:
+        """Block until at least ``count`` samples exist; False on timeout."""
+        with self._sampled:
+            return self._sampled.wait_for(lambda: len(self.samples) >= count, timeout)
+
+    def peak(self, field: str) -> int:
+        """The largest value of one ``Sample`` field so far (``"depth"``, ``"in_flight"``...)."""
+        with self._sampled:
+            return max((getattr(s, field) for s in self.samples), default=0)
+
+
 class QueueMonitor:
     """Plot a named queue's depth, in-flight items, adds and retries, live.
 
     A :class:`LiveFigure` (``self.live``) whose thread, named
-    ``queue-monitor-<queue name>``, samples the queue every ``interval``
-    seconds and redraws every ``refresh`` seconds. ``workers`` (optional)
+    ``queue-monitor-<queue name>``, samples the queue (a :class:`QueueSampler`,
+    ``self.sampler``) every ``interval`` seconds and redraws every ``refresh``
+    seconds. ``workers`` (optional)
     draws a line at the number of workers, the ceiling for in-flight items.
     Use it as a context manager, or call ``start()`` and ``stop()``; ``show``
     decides whether to display a widget (default: only inside a Jupyter kernel).
@@ -243,16 +296,9 @@ class QueueMonitor:
         workers: int | None = None,
         show: bool | None = None,
     ) -> None:
-        if not isinstance(queue.metrics, QueueMetrics):
-            raise CourseError(
-                "This queue keeps no metrics to plot, because it has no name.",
-                "give it one, for example RateLimitingQueue(limiter, 'configmaps').",
-            )
+        self.sampler = QueueSampler(queue)
         self.queue = queue
         self.workers = workers
-        self.samples: deque[Sample] = deque(maxlen=MAX_SAMPLES)
-        self._started_at = 0.0
-        self._sampled = threading.Condition()  # guards samples; notified on each sample
         self._build_figure()
         self.live = LiveFigure(
             self._figure,
@@ -267,6 +313,10 @@ class QueueMonitor:
             refresh=refresh,
             show=show,
         )
+
+    @property
+    def samples(self) -> deque[Sample]:
+        return self.sampler.samples
 
     @property
     def interval(self) -> float:
@@ -295,7 +345,7 @@ class QueueMonitor:
         """Take a first sample, show the widget (in Jupyter), start sampling in the background."""
         if self.live.thread is not None:
             raise RuntimeError("this QueueMonitor has already been started; make a new one")
-        self._started_at = time.monotonic()
+        self.sampler.started_at = time.monotonic()
         self.sample()
         self.live.start()
         return self
@@ -328,28 +378,15 @@ class QueueMonitor:
 
     def sample(self) -> Sample:
         """Read the queue's metrics and in-flight count now, and record them."""
-        metrics = self.queue.metrics.snapshot()
-        sample = Sample(
-            at=time.monotonic() - self._started_at,
-            depth=metrics["depth"],
-            in_flight=self.queue.in_flight(),
-            adds=metrics["adds_total"],
-            retries=metrics["retries_total"],
-        )
-        with self._sampled:
-            self.samples.append(sample)
-            self._sampled.notify_all()
-        return sample
+        return self.sampler.sample()
 
     def wait_for_samples(self, count: int, timeout: float | None = None) -> bool:
         """Block until at least ``count`` samples exist; False on timeout."""
-        with self._sampled:
-            return self._sampled.wait_for(lambda: len(self.samples) >= count, timeout)
+        return self.sampler.wait_for_samples(count, timeout)
 
     def peak(self, field: str) -> int:
         """The largest value of one ``Sample`` field so far (``"depth"``, ``"in_flight"``...)."""
-        with self._sampled:
-            return max((getattr(s, field) for s in self.samples), default=0)
+        return self.sampler.peak(field)
 
     # -- drawing ------------------------------------------------------------------------
 
@@ -359,8 +396,7 @@ class QueueMonitor:
 
     def _draw(self) -> None:
         """Move the lines to the samples so far (called by the LiveFigure, under its lock)."""
-        with self._sampled:
-            samples = list(self.samples)
+        samples = self.sampler.snapshot()
         at = [s.at for s in samples]
         series = {name: [getattr(s, name) for s in samples] for name in self._lines}
         levels, totals = self._figure.axes
