@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -216,3 +217,38 @@ def test_a_corrupt_state_file_falls_back_to_kwokctls_folder(
     (course_home.kwok_workdir / "clusters" / NAME).mkdir(parents=True)
 
     assert recorded_backend(course_home, NAME) == "local"
+
+
+def test_two_clusters_started_at_once_each_get_their_own_ports_and_etcd(
+    course_home: CourseHome, tmp_path: Path
+) -> None:
+    """kwokctl picks free ports; two creates at once used to pick the same ones, and one
+    API server silently stored its objects in the other cluster's etcd."""
+    other = CourseHome(tmp_path / "other-home")
+    other.root.mkdir()
+    if course_home.bin_cache.is_symlink():
+        other.bin_cache.symlink_to(course_home.bin_cache.resolve())
+    homes = [course_home, other]
+    results: dict[int, subprocess.CompletedProcess[str]] = {}
+
+    def up(index: int) -> None:
+        results[index] = cli(homes[index], "up", check=False)
+
+    starters = [threading.Thread(target=up, args=(i,), name=f"up-{i}") for i in (0, 1)]
+    try:
+        for thread in starters:
+            thread.start()
+        for thread in starters:
+            thread.join(600)
+        for index, result in sorted(results.items()):
+            assert result.returncode == 0, f"cluster {index}: {result.stdout}{result.stderr}"
+        apis = [kube.connect(LocalCluster(home, NAME).kubeconfig) for home in homes]
+        cores = [kubernetes.client.CoreV1Api(api) for api in apis]
+        cores[0].create_namespace({"metadata": {"name": "only-in-the-first"}})
+        names = {ns.metadata.name for ns in cores[1].list_namespace().items}
+        assert "only-in-the-first" not in names, "the two clusters share one etcd"
+        assert all(len(ready_nodes(LocalCluster(home, NAME))) == 3 for home in homes)
+    finally:
+        for home in homes:
+            cli(home, "down", check=False)
+        assert not strays(course_home) and not strays(other)

@@ -12,12 +12,16 @@ home folder (``KWOK_WORKDIR``), never in ``~/.kwok`` or ``~/.kube/config``.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +50,34 @@ READYZ_TIMEOUT_SECONDS = 10
 # kind-config.yaml passes the same flag.
 API_SERVER_ARGS = (("watch-cache-sizes", "podtemplates#0"),)
 NODES_READY_TIMEOUT_SECONDS = 120
+
+CREATE_LOCK = Path(tempfile.gettempdir()) / "controllers-from-scratch-create.lock"
+"""One lock per machine, held while kwokctl picks ports and starts a cluster (see below)."""
+
+
+@contextlib.contextmanager
+def port_picking_lock(path: Path = CREATE_LOCK) -> Iterator[None]:
+    """Hold the machine-wide lock while kwokctl picks its ports and starts the processes.
+
+    kwokctl gives etcd, kube-controller-manager and kwok ports that are free at
+    that moment. Two clusters created at once (two course folders, a workshop
+    machine, a test's second cluster) can pick the same ones: one etcd then fails
+    to bind and its API server quietly uses the other cluster's etcd. ``create``
+    binds every port before it returns, so a create that waits for this lock sees
+    them taken and picks others.
+    """
+    with path.open("a") as lock:
+        with contextlib.suppress(OSError):  # let other users of the machine take it too
+            path.chmod(0o666)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            with step("waiting for another cluster to finish starting (they pick ports in turn)"):
+                fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @dataclass
@@ -121,8 +153,8 @@ class LocalCluster:
         self.home.cluster_dir(self.name).mkdir(parents=True, exist_ok=True)
         self._write_state()  # first, so that `down` finds a cluster whose start failed half way
         config = self._write_kwokctl_config(binaries)
-        with step(f"starting the control plane '{self.name}' (etcd, kube-apiserver, "
-                  "kube-controller-manager, kube-scheduler, kwok)"):  # fmt: skip
+        with port_picking_lock(), step(f"starting the control plane '{self.name}' (etcd, "
+                  "kube-apiserver, kube-controller-manager, kube-scheduler, kwok)"):  # fmt: skip
             try:
                 self._kwokctl(
                     "create", "cluster", "--name", self.name, "--runtime", "binary",
