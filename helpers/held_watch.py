@@ -16,26 +16,50 @@ from typing import Any
 
 from helpers.listwatch import ListWatch
 
+HOLD_LIMIT = 120.0
+"""Seconds a request may be held before the gate gives up: a drill that fails must not hang."""
+
+
+class HeldTooLong(RuntimeError):
+    """The gate stayed shut longer than its limit (a drill forgot to ``release()``)."""
+
 
 class HeldListWatch(ListWatch):
     """A real ListWatch whose next WATCH can be held back, like a client that stalls.
 
-    While held, the reflector's next watch waits in :meth:`watch` (after its
-    previous watch ended normally); whatever changes meanwhile, say an etcd
-    compaction, the watch meets when it is released.
+    While held, the reflector's next watch waits in :meth:`watch`; whatever
+    changes meanwhile, say an etcd compaction, the watch meets when it is
+    released. ``hold(cut=True)`` also ends the open watch, so the reflector
+    comes back at once instead of when the server ends it.
+
+    A held request gives up after ``hold_limit`` seconds with :class:`HeldTooLong`
+    (the reflector logs it and backs off), so a forgotten ``release()`` cannot
+    keep a thread, and the test that joins it, waiting forever. Drills call
+    ``release()`` in a ``finally`` block before they stop the informer.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, hold_limit: float = HOLD_LIMIT, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._gate = threading.Condition()
         self._open = True
         self._waiting = False
+        self._hold_limit = hold_limit
+        self._streams: list[Any] = []
+        self._cuts = 0  # how many hold(cut=True) calls so far
 
-    def hold(self) -> None:
+    def hold(self, *, cut: bool = False) -> None:
+        """Hold the next WATCH back; with ``cut``, also end the one that is open now."""
         with self._gate:
             self._open = False
+            if cut:
+                self._cuts += 1
+            streams, self._streams = self._streams, []
+        if cut:
+            for stream in streams:
+                stream.close()
 
     def release(self) -> None:
+        """Let held and later watches through (safe to call any number of times)."""
         with self._gate:
             self._open = True
             self._gate.notify_all()
@@ -49,6 +73,15 @@ class HeldListWatch(ListWatch):
         with self._gate:
             self._waiting = not self._open
             self._gate.notify_all()
-            self._gate.wait_for(lambda: self._open)
+            opened = self._gate.wait_for(lambda: self._open, self._hold_limit)
             self._waiting = False
-        return super().watch(*args, **kwargs)
+            cuts = self._cuts
+        if not opened:
+            raise HeldTooLong(f"a watch was held back for more than {self._hold_limit:g} s")
+        stream = super().watch(*args, **kwargs)
+        with self._gate:
+            if self._cuts != cuts:  # hold(cut=True) came while this watch was being opened
+                stream.close()
+            else:
+                self._streams = [s for s in self._streams if not s.closed] + [stream]
+        return stream

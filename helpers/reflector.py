@@ -7,7 +7,8 @@
 client-go counterpart: ``tools/cache/reflector.go`` (``Reflector``, ``Run``,
 ``ListAndWatch``, ``list``, ``watch``, ``handleWatch``, ``relistResourceVersion``,
 ``isExpiredError``, ``isTooLargeResourceVersionError``, ``isWatchErrorRetriable``,
-``VeryShortWatchError``), with the backoff of :mod:`helpers.backoff`.
+``VeryShortWatchError``; ``watch.StreamWatcher`` for what ends a watch), with the
+backoff of :mod:`helpers.backoff`.
 
 The loop, in the order the data flows:
 
@@ -23,11 +24,14 @@ The loop, in the order the data flows:
    thousands of clients do not all reconnect in the same second). ADDED,
    MODIFIED and DELETED go to ``sink.add/update/delete``; every event, bookmarks
    included, moves ``last_sync_resource_version`` forward.
-3. When the server ends the watch normally, watch again from there: no LIST.
-   A refused connection or a 429 on the watch: back off, watch again, no LIST
-   (the server is overloaded or restarting; a re-list would make it worse).
-   410 "too old resource version", a broken connection, any other error, or a
-   "very short watch" (closed within 1 s with no events): back off and start
+3. When the watch ends, watch again from the last version seen: no LIST.
+   That holds whether the server ended it (``timeoutSeconds`` ran out) or the
+   connection broke (an EOF, a reset, a read timeout): the version is still
+   good, as in client-go, whose ``StreamWatcher`` treats a broken stream as the
+   end of the watch. A refused connection or a 429 on the watch: back off,
+   watch again, no LIST (the server is overloaded or restarting; a re-list
+   would make it worse). 410 "too old resource version", any other error, or
+   a "very short watch" (closed within 1 s with no events): back off and start
    over at step 1.
 
 Every error backs off (800 ms doubling to 30 s, with jitter), 403 and refused
@@ -96,9 +100,9 @@ class Reflector:
     """LIST then WATCH one collection into ``sink`` until stopped (client-go ``Reflector``).
 
     ``last_sync_resource_version``, ``has_synced``, ``last_error`` and the
-    counters (``lists``, ``relists``, ``watches``, ``events``, ``errors``,
-    ``backoff_waits``) are there for tests and notebooks; :meth:`wait_for`
-    blocks until a condition on them holds, without polling.
+    counters (``lists``, ``relists``, ``watches``, ``events``,
+    ``broken_watches``, ``errors``, ``backoff_waits``) are there for tests and
+    notebooks; :meth:`wait_for` blocks until a condition on them holds, without polling.
     """
 
     def __init__(
@@ -148,6 +152,8 @@ class Reflector:
         """WATCH requests made."""
         self.events = 0
         """Watch events handed to the sink (bookmarks included)."""
+        self.broken_watches = 0
+        """Watches whose connection broke (reset, EOF mid-stream, read timeout): re-watched."""
         self.errors = 0
         """Errors seen, each one logged (expired watches included)."""
         self.backoff_waits = 0
@@ -375,7 +381,7 @@ class Reflector:
             )
 
     def _follow(self, stream: EventStream) -> int:
-        """Hand the stream's events to the sink until it ends; returns how many."""
+        """Hand the stream's events to the sink until it ends or breaks; returns how many."""
         with self._changed:
             self._stream = stream
         if self._stop.is_set():  # stop() ran before it could see this stream
@@ -387,9 +393,16 @@ class Reflector:
                     break
                 self._apply(event)
                 count += 1
-        except WatchDisconnected:
+        except WatchDisconnected as broke:
+            # A reset, an EOF mid-stream, a silent connection: the end of this watch,
+            # not of our resourceVersion (client-go's StreamWatcher closes quietly too).
             if not self._stop.is_set():
-                raise
+                with self._changed:
+                    self.broken_watches += 1
+                    self._changed.notify_all()
+                log.info(
+                    "reflector %s: %s after %d events; watching again", self.name, broke, count
+                )
         finally:
             with self._changed:
                 self._stream = None
@@ -473,7 +486,7 @@ class Reflector:
                 f"the API server refused the connection ({self._lw}); is it running? "
                 "backing off, then trying again"
             )
-        if isinstance(err, WatchDisconnected | VeryShortWatchError):
+        if isinstance(err, VeryShortWatchError):
             return f"{err}; listing again"
         return f"{type(err).__name__}: {err}"
 

@@ -1,13 +1,14 @@
-"""A loopback TCP proxy that can cut, refuse or stall connections on demand.
+"""A loopback TCP proxy that can cut, reset, refuse or stall connections on demand.
 
 To test what a watch does when its connection dies mid-stream, the client
 talks to the API server through this proxy; :meth:`TcpProxy.cut` then
 shuts down every connection at once, as a network failure or a load balancer
-restart would. :meth:`TcpProxy.stall` is the quieter failure: the connections
-stay open but nothing crosses them any more (a peer that went to sleep, a NAT
-entry that expired), which only a client-side read timeout notices. TLS passes
-through untouched (the API server's certificate is valid for 127.0.0.1, which
-the proxy also is).
+restart would (the client reads an unexpected end of stream); :meth:`TcpProxy.reset`
+makes it read a connection reset instead. :meth:`TcpProxy.stall` is the quieter
+failure: the connections stay open but nothing crosses them any more (a peer
+that went to sleep, a NAT entry that expired), which only a client-side read
+timeout notices. TLS passes through untouched (the API server's certificate is
+valid for 127.0.0.1, which the proxy also is).
 
 An upstream that refuses a connection costs only that client (closed, and
 counted in ``refused``); the proxy carries on accepting.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import selectors
 import socket
+import struct
 import threading
 from pathlib import Path
 
@@ -99,6 +101,21 @@ class TcpProxy:
                     sock.shutdown(socket.SHUT_RDWR)
         return len(pairs)
 
+    def reset(self) -> int:
+        """Reset every open connection (the client reads ECONNRESET); return how many.
+
+        A socket closed with a zero linger time sends RST instead of FIN. The pump
+        thread does the closing: shutting down our reading side wakes it, and its
+        ``finally`` closes the client socket, now with that linger setting.
+        """
+        with self._lock:
+            pairs = list(self._connections)
+        for client, _ in pairs:
+            with contextlib.suppress(OSError):
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                client.shutdown(socket.SHUT_RD)
+        return len(pairs)
+
     def _accept(self) -> None:
         while not self._stop.is_set():
             with self._lock:
@@ -113,9 +130,9 @@ class TcpProxy:
             try:
                 upstream = socket.create_connection(self.target, timeout=5)
             except OSError:  # refused (the server is down), unreachable, timed out
-                client.close()
-                with self._lock:
+                with self._lock:  # counted before the client can see its connection end
                     self.refused += 1
+                client.close()
                 continue
             upstream.settimeout(None)
             pair = (client, upstream)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -115,18 +116,39 @@ def test_wait_returns_true_once_the_delay_has_passed() -> None:
     assert result == [True]
 
 
+class ObservedClock(RealClock):
+    """Real time, and an Event set when a thread starts waiting on it.
+
+    ``parked`` is set while the waiter still holds the stop's Condition, so a
+    ``stop.set()`` made after ``parked`` fires can only run once the waiter is
+    inside ``Condition.wait``: the test interrupts a real wait, never the
+    already-stopped shortcut.
+    """
+
+    def __init__(self) -> None:
+        self.parked = threading.Event()
+
+    def wait_until(
+        self, cond: threading.Condition, predicate: Callable[[], bool], deadline: float | None
+    ) -> bool:
+        self.parked.set()
+        return super().wait_until(cond, predicate, deadline)
+
+
 def test_wait_returns_false_at_once_when_stopped() -> None:
     """A stop interrupts a 30 s wait in real time: this is how a reflector stops promptly."""
-    backoff = Backoff(initial=30.0, jitter=0.0, clock=RealClock())
+    clock = ObservedClock()
+    backoff = Backoff(initial=30.0, jitter=0.0, clock=clock)
     stop = StopEvent()
     result: list[bool] = []
     waiter = threading.Thread(target=lambda: result.append(backoff.wait(stop)), name="waiter")
-    started = time.monotonic()
     waiter.start()
+    assert clock.parked.wait(GUARD), "the waiter never started its 30 s wait"
+    interrupted = time.monotonic()
     stop.set()
     waiter.join(GUARD)
     assert result == [False]
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - interrupted < 2.0
 
 
 def test_wait_on_a_fake_clock_is_also_woken_by_stop() -> None:

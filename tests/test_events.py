@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 
 import kubernetes
 import pytest
 
+from helpers import kube
 from helpers.events import NORMAL, EventRecorder
+from tests.tcp_proxy import TcpProxy, kubeconfig_through
 
 GUARD = 30.0
 
@@ -45,15 +48,23 @@ def test_repeats_bump_the_count_of_one_event(
 
 @pytest.mark.cluster
 def test_a_read_timeout_is_logged_not_raised(
-    api: kubernetes.client.ApiClient, namespace: str, caplog: pytest.LogCaptureFixture
+    api: kubernetes.client.ApiClient,
+    namespace: str,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
 ) -> None:
     """urllib3's ReadTimeoutError is no OSError: it must not escape into the sync."""
-    core = kubernetes.client.CoreV1Api(api)
-    notes = _config_map(core, namespace, "slow")  # also opens a pooled connection
-    # A real API server cannot answer a create within 0.1 ms: the read times out.
-    recorder = EventRecorder(core, "test-events", request_timeout=(5.0, 0.0001))
-    with caplog.at_level(logging.WARNING, logger="helpers.events"):
-        recorder.event(notes, NORMAL, "Noted", "too slow")  # must not raise
+    kubeconfig = kube.default_kubeconfig()
+    _, server = kube.describe_context(kubeconfig, None)
+    with TcpProxy(("127.0.0.1", int(server.rsplit(":", 1)[1]))) as proxy:
+        slow = kube.connect(kubeconfig_through(proxy, kubeconfig, tmp_path / "proxied"))
+        core = kubernetes.client.CoreV1Api(slow)
+        notes = _config_map(core, namespace, "slow")  # opens the connection the pool keeps
+        recorder = EventRecorder(core, "test-events", request_timeout=(5.0, 0.5))
+        assert proxy.stall() >= 1  # the API server's answer never crosses it
+        with caplog.at_level(logging.WARNING, logger="helpers.events"):
+            recorder.event(notes, NORMAL, "Noted", "too slow")  # must not raise
+        proxy.cut()
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "could not write Event Noted about slow" in warnings[0]
     assert "timed out" in warnings[0].lower()

@@ -24,6 +24,7 @@ from helpers.backoff import Backoff
 from helpers.clock import FakeClock, StopEvent
 from helpers.cluster.info import describe
 from helpers.etcd import EtcdClient
+from helpers.held_watch import HeldListWatch
 from helpers.informer import (
     HandlerRegistration,
     InformerStoppedError,
@@ -553,47 +554,6 @@ def test_real_cache_equals_a_fresh_list_after_changes(
     assert informer.reflector.errors == 0
 
 
-class GatedListWatch(ListWatch):
-    """The real ListWatch with a gate: while it is closed, LIST and WATCH calls wait at it.
-
-    ``close_gate()`` also ends the open watch, so the reflector comes back for a
-    new one and parks at the gate: the test can then change the world behind
-    the informer's back, as a network partition would.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._open = threading.Event()
-        self._open.set()
-        self.parked = threading.Event()
-        self.parked_at = ""
-        self._streams: list[Any] = []
-
-    def close_gate(self) -> None:
-        self._open.clear()
-        for stream in self._streams:
-            stream.close()
-
-    def open_gate(self) -> None:
-        self._open.set()
-
-    def list(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        self._pass("list")
-        return super().list(*args, **kwargs)
-
-    def watch(self, *args: Any, **kwargs: Any) -> Any:
-        self._pass("watch")
-        stream = super().watch(*args, **kwargs)
-        self._streams.append(stream)
-        return stream
-
-    def _pass(self, call: str) -> None:
-        if not self._open.is_set():
-            self.parked_at = call
-            self.parked.set()
-            assert self._open.wait(GUARD), "the test never opened the gate"
-
-
 def _event(namespace: str, name: str) -> dict[str, Any]:
     return {
         "metadata": {"name": name},
@@ -616,38 +576,37 @@ def test_real_410_relists_and_delivers_tombstones(
     so a compaction really expires an old watch resourceVersion.
     """
     info = describe()
-    if info.etcd_url is None:
-        pytest.skip("needs the local control plane, whose etcd is reachable")
+    assert info.etcd_url, f"compaction needs etcd on loopback (local control plane); got {info}"
     etcd = EtcdClient(info.etcd_url)
     core = kubernetes.client.CoreV1Api(api)
     for i in range(3):
         core.create_namespaced_event(namespace, _event(namespace, f"ev{i}"))
-    lw = GatedListWatch(api, f"/api/v1/namespaces/{namespace}/events")
+    lw = HeldListWatch(api, f"/api/v1/namespaces/{namespace}/events")
     informer = SharedInformer(lw, name="expiry", backoff=Backoff(initial=0.05, jitter=0.0, cap=0.2))
     recorder = Recorder()
     informer.add_event_handler(recorder)
-    try:
-        with informer:
+    with informer:
+        try:
             assert wait_for_cache_sync(informer, timeout=GUARD)
             core.create_namespaced_event(namespace, _event(namespace, "ev3"))
             assert recorder.wait_for(lambda r: "ev3" in r.names("add"))
             last_seen = int(informer.last_sync_resource_version)
 
-            lw.close_gate()
-            assert lw.parked.wait(GUARD) and lw.parked_at == "watch"
+            lw.hold(cut=True)
+            assert lw.wait_until_held(GUARD), "the reflector never came back to watch"
             core.delete_namespaced_event("ev0", namespace)
             core.patch_namespaced_event("ev1", namespace, {"message": "changed"})
             core.create_namespaced_event(namespace, _event(namespace, "ev4"))
             etcd.compact(etcd.revision())
             assert etcd.revision() > last_seen + 1
             recorder.reset()
-            lw.open_gate()
+            lw.release()
 
             assert recorder.wait_for(lambda r: {"ev0", "ev1", "ev4"} <= r.names())
             expected = versions(ListWatch(api, lw.path).list()["items"])
             assert recorder.wait_for(lambda r: versions(informer.indexer.list()) == expected)
-    finally:
-        lw.open_gate()
+        finally:
+            lw.release()  # before the informer stops: a held watch must not hang it
     reflector = informer.reflector
     assert isinstance(reflector.last_error, WatchExpired)
     assert reflector.relists == 1

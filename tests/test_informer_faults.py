@@ -101,23 +101,40 @@ def test_500_mixed_changes(api: kubernetes.client.ApiClient, namespace: str) -> 
         stop(informer)
 
 
-def test_watch_connection_cut_mid_stream(
-    api: kubernetes.client.ApiClient, namespace: str, proxied_api: tuple
+BREAKS = {
+    # how the connection dies: (the proxy's method, what the client reads)
+    "cut": (TcpProxy.cut, "an unexpected end of stream"),
+    "reset": (TcpProxy.reset, "a connection reset"),
+    "stall": (TcpProxy.stall, "silence past the read timeout"),
+}
+
+
+@pytest.mark.parametrize("how", list(BREAKS))
+def test_a_broken_watch_connection_is_watched_again_without_a_relist(
+    api: kubernetes.client.ApiClient, namespace: str, proxied_api: tuple, how: str
 ) -> None:
+    """client-go's reflector treats a watch that breaks (EOF, reset, read timeout) as the
+    end of that watch: it watches again from its last resourceVersion, without a list."""
+    break_connection, _ = BREAKS[how]
     proxy, client = proxied_api
     churn = Churn(api, namespace, "configmaps", seed=11)
-    informer, recorder = start_informer(client, namespace, "configmaps")
+    informer, recorder = start_informer(client, namespace, "configmaps", read_timeout=3)
     try:
-        for _ in range(3):
+        for round_ in range(1, 4):
             watches = informer.reflector.watches
             churn.run(60)
-            assert proxy.cut() >= 1, "the informer had no open connection to cut"
-            # After backing off, it lists again and opens a new watch.
-            assert informer.reflector.wait_for(lambda r, before=watches: r.watches > before, 30)
+            assert break_connection(proxy) >= 1, "the informer had no open connection to break"
+            assert informer.reflector.wait_for(
+                lambda r, before=watches, n=round_: r.watches > before and r.broken_watches >= n, 30
+            ), f"no new watch after {BREAKS[how][1]}: {informer.reflector!r}"
         churn.run(60)
         assert_converged(informer, recorder, churn, set(churn.deleted))
-        assert informer.reflector.errors >= 3
-        assert proxy.accepted >= 4  # it reconnected after every cut
+        reflector = informer.reflector
+        assert reflector.broken_watches >= 3
+        assert reflector.lists == 1 and reflector.relists == 0, "a broken watch made it list"
+        assert reflector.errors == 0, "a broken watch is not an error to back off from"
+        assert not recorder.tombstones, "watching on from the last resourceVersion loses nothing"
+        assert proxy.accepted >= 4  # it reconnected after every break
     finally:
         stop(informer)
 
@@ -167,6 +184,7 @@ def test_forced_410_after_compaction(
         assert missed_deletes, "the drill deleted nothing the informer knew"
         assert missed_deletes <= recorder.tombstones
     finally:
+        held.release()  # before stopping: a watch still held back would keep the reflector
         stop(informer)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import socket
 import threading
 
+import pytest
+
 from tests.tcp_proxy import TcpProxy
 
 
@@ -95,5 +97,25 @@ def test_stall_keeps_connections_open_and_silent_while_new_ones_flow() -> None:
                 fresh.sendall(b"new")
                 assert fresh.recv(1024) == b"new"
             proxy.cut()
+    finally:
+        server.close()
+
+
+def test_cut_ends_the_stream_and_reset_resets_it() -> None:
+    """cut(): the client reads end of stream; reset(): the client reads ECONNRESET."""
+    server = EchoServer()
+    try:
+        with TcpProxy(server.address) as proxy:
+            with through(proxy) as cut:
+                cut.sendall(b"ping")
+                assert cut.recv(1024) == b"ping"
+                assert proxy.cut() == 1
+                assert cut.recv(1024) == b""
+            with through(proxy) as reset:
+                reset.sendall(b"ping")
+                assert reset.recv(1024) == b"ping"
+                assert proxy.reset() == 1
+                with pytest.raises(ConnectionResetError):
+                    reset.recv(1024)
     finally:
         server.close()

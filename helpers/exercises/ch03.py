@@ -139,20 +139,22 @@ def _missed_delete_drill(
     informer.add_event_handler(on_delete=on_delete)
     try:
         with informer:
-            assert wait_for_cache_sync(informer, timeout=GUARD_SECONDS), "no sync"
-            core.delete_namespaced_pod_template("exercise-3-a", namespace)
-            with seen:
-                assert seen.wait_for(lambda: len(ours) == 1, GUARD_SECONDS), "no live delete"
-            held.hold()
-            assert held.wait_until_held(GUARD_SECONDS), "the next watch never came"
-            core.delete_namespaced_pod_template("exercise-3-b", namespace)
-            etcd.compact(etcd.revision())
-            held.release()
-            with seen:
-                assert seen.wait_for(lambda: len(ours) == 2, GUARD_SECONDS), "no missed delete"
-            registration.wait_until_idle(GUARD_SECONDS)
+            try:
+                assert wait_for_cache_sync(informer, timeout=GUARD_SECONDS), "no sync"
+                core.delete_namespaced_pod_template("exercise-3-a", namespace)
+                with seen:
+                    assert seen.wait_for(lambda: len(ours) == 1, GUARD_SECONDS), "no live delete"
+                held.hold()
+                assert held.wait_until_held(GUARD_SECONDS), "the next watch never came"
+                core.delete_namespaced_pod_template("exercise-3-b", namespace)
+                etcd.compact(etcd.revision())
+                held.release()
+                with seen:
+                    assert seen.wait_for(lambda: len(ours) == 2, GUARD_SECONDS), "no missed delete"
+                registration.wait_until_idle(GUARD_SECONDS)
+            finally:
+                held.release()  # before the informer stops: it must not wait at the gate
     finally:
-        held.release()
         core.delete_collection_namespaced_pod_template(namespace, label_selector=EXERCISE_3_LABEL)
     return ours
 

@@ -1,0 +1,82 @@
+"""The import graph points one way: machinery never loads the cluster orchestration.
+
+A learner who imports the reflector should get a reflector, not kind, kwokctl and
+the Go build (helpers/cluster/). Each module is imported in a fresh interpreter,
+and the ``helpers.cluster`` modules that came with it are compared with what it
+may use:
+
+* the machinery the chapters build (reflector to controller, the program around
+  it, the widgets): nothing of ``helpers.cluster``;
+* ``helpers.kube`` (and what builds on it): only ``helpers.cluster.paths``, a
+  leaf that says where the course keeps its files;
+* the exercise checks, which compact etcd and so must find the cluster, and
+  ``helpers.cluster`` itself: anything.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MAY_LOAD_ANYTHING = ("helpers.cluster", "helpers.exercises.")
+PATHS_ONLY = {"helpers.cluster", "helpers.cluster.paths"}
+USES_PATHS = {"helpers.kube", "helpers.program"}
+
+
+def course_modules() -> list[str]:
+    names = []
+    for path in sorted((ROOT / "helpers").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if not name.startswith(MAY_LOAD_ANYTHING):
+            names.append(name)
+    return names
+
+
+PROBE = (
+    "import importlib, sys; importlib.import_module(sys.argv[1]); "
+    "print(' '.join(sorted(m for m in sys.modules if m.startswith('helpers.cluster'))))"
+)
+
+
+def cluster_modules_loaded_by(module: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, module], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, f"importing {module} failed:\n{done.stderr}"
+    return set(done.stdout.split())
+
+
+@pytest.fixture(scope="module")
+def loaded() -> dict[str, set[str]]:
+    modules = course_modules()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(modules, pool.map(cluster_modules_loaded_by, modules), strict=True))
+
+
+def test_the_machinery_loads_nothing_of_the_cluster_orchestration(
+    loaded: dict[str, set[str]],
+) -> None:
+    offenders = {
+        module: sorted(found)
+        for module, found in loaded.items()
+        if found and module not in USES_PATHS
+    }
+    assert not offenders, f"these modules load cluster orchestration on import: {offenders}"
+
+
+def test_kube_loads_only_where_the_course_keeps_its_files(loaded: dict[str, set[str]]) -> None:
+    assert loaded["helpers.kube"] <= PATHS_ONLY
+    for module in USES_PATHS:
+        assert loaded[module] <= PATHS_ONLY, f"{module}: {sorted(loaded[module] - PATHS_ONLY)}"
+
+
+def test_the_probe_sees_an_import_of_the_orchestration() -> None:
+    """The check can fail: an exercise check does load the cluster's backends."""
+    assert "helpers.cluster.local" in cluster_modules_loaded_by("helpers.exercises.ch02")
+    assert "helpers.reflector" in course_modules()
