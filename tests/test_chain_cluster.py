@@ -61,11 +61,21 @@ def create_web(
 ) -> list[Change]:
     apps = kubernetes.client.AppsV1Api(api)
     apps.create_namespaced_deployment(namespace, deployment("web", replicas), field_manager=YOU)
-    ready = reports("web", availableReplicas=replicas)
-    # The Pod informer may lag behind the Deployment's: wait for the Pods' Ready in the record too.
-    return recorder.wait_for(
-        lambda c: ready(c) and ready_count(c) == replicas, what="web", timeout=TIMEOUT
-    )
+    deployment_ready = reports("web", availableReplicas=replicas)
+
+    def available(changes: list[Change]) -> bool:
+        # Each kind has its own informer and watch, so the record may hold the Deployment's
+        # availableReplicas before the ReplicaSet's or the Pods' changes that led to it: wait
+        # for every link the tests assert on, not only the last one.
+        sets = names(changes, "ReplicaSet", "created")
+        return (
+            deployment_ready(changes)
+            and len(sets) == 1
+            and state(changes, "ReplicaSet", *sets).get("status.availableReplicas") == str(replicas)
+            and ready_count(changes) == replicas
+        )
+
+    return recorder.wait_for(available, what="web", timeout=TIMEOUT)
 
 
 def test_a_fresh_deployment_has_each_step_attributed_to_its_actor(
