@@ -814,14 +814,23 @@ def summary(changes: Sequence[Change]) -> list[Row]:
     return rows
 
 
+TIME_WIDTH = len("t+999.999s")
+
+
 def table(rows: Sequence[Row]) -> str:
-    """The rows as aligned text; times as ``t+1.234s``, seconds since the recorder started."""
+    """The rows as aligned text; times as ``t+1.234s``, seconds since the recorder started.
+
+    The time column is ``TIME_WIDTH`` wide (wider only after 1000 s), so the header does
+    not move when a slow run reaches t+10.000s; a checker that ignores the times must also
+    ignore the spaces after them (tests/nbval-sanitize.cfg does).
+    """
     header = ("step", "time", "object", "change", "actor", "how we know")
     lines = [
         (str(row.step), f"t+{row.at:.3f}s", row.what, row.change, row.actor, row.evidence)
         for row in rows
     ]
     widths = [max(len(line[i]) for line in [header, *lines]) for i in range(len(header))]
+    widths[1] = max(widths[1], TIME_WIDTH)
     return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in [header, *lines]
