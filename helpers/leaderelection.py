@@ -430,21 +430,28 @@ class LeaderElector:
     def try_acquire_or_renew(self, timeout: float) -> bool:
         """One attempt to take or keep the lock (client-go ``tryAcquireOrRenew``).
 
-        Each request may take at most ``timeout`` seconds. False means: not
+        The whole try, every request in it, takes at most ``timeout`` seconds, as
+        client-go's requests share one context: a leader that renews against its
+        deadline must not spend that deadline once per request (on a silent
+        network it would still lead when another takes over). False means: not
         ours (someone else holds a lease that has not expired for us), or a
         request failed (409 Conflict included: someone else wrote first).
         """
+        deadline = self.clock.now() + timeout
         wanted = self._record_now()
         # 1. The leader's fast path: write over the Lease as we last saw it, without reading.
         renewal = self._renewal(wanted, self.observed_record)
-        if self.is_leader() and self._lease_valid() and self._write(renewal, timeout, fast=True):
-            return True
+        if self.is_leader() and self._lease_valid():
+            if self._write(renewal, timeout, fast=True):
+                return True
+            if deadline - self.clock.now() <= 0:
+                return False  # the write took all our time
         # 2. Read the Lease; create it if there is none.
         try:
-            current = self.lock.get(timeout)
+            current = self.lock.get(deadline - self.clock.now())
         except _REQUEST_ERRORS as err:
             if isinstance(err, ApiException) and err.status == 404:
-                return self._write(wanted, timeout, create=True)
+                return self._write(wanted, deadline - self.clock.now(), create=True)
             log.error("error retrieving lease %s: %s", self.lock.describe(), _why(err))
             return False
         # 3. Note when, on OUR clock, we saw the record change. Someone else's lease
@@ -455,11 +462,12 @@ class LeaderElector:
             log.debug("lease is held by %s and has not yet expired", current.holder_identity)
             return False
         # 4. Take it, or keep it. The write fails with 409 if anyone wrote since our read.
+        if deadline - self.clock.now() <= 0:
+            return False
         if self.is_leader():
-            return self._write(self._renewal(wanted, current), timeout)
-        return self._write(
-            replace(wanted, leader_transitions=current.leader_transitions + 1), timeout
-        )
+            return self._write(self._renewal(wanted, current), deadline - self.clock.now())
+        taken = replace(wanted, leader_transitions=current.leader_transitions + 1)
+        return self._write(taken, deadline - self.clock.now())
 
     def _record_now(self) -> LeaderElectionRecord:
         """The record we want: us, our lease duration, acquired and renewed now."""

@@ -24,7 +24,9 @@ The life of the process:
 3. With ``--leader-elect``, campaign for the Lease; the workers start only
    once we lead. Without it, they start at once.
 4. Until a signal: SIGTERM or SIGINT starts a graceful shutdown; a second
-   signal exits at once (code 1).
+   signal exits at once (code 1). One thread takes both signals with
+   ``sigwait`` (blocked in every other thread), not a ``signal.signal``
+   handler: see :func:`watch_signals` for why.
 
 Graceful shutdown, in order: stop handing out keys and let in-flight syncs
 finish (at most ``--shutdown-timeout`` seconds), then release the Lease (one
@@ -51,7 +53,6 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FrameType
 
 import kubernetes
 from kubernetes.client.exceptions import ApiException
@@ -263,8 +264,8 @@ def exit_now(code: int) -> None:
 class ControllerProcess:
     """One running controller: informers, workers, metrics, probes and (maybe) an elector.
 
-    :meth:`run` blocks until :meth:`shut_down` is called (by a signal handler,
-    or a test) and returns the exit code. ``on_lost_lease`` is what happens when
+    :meth:`run` blocks until :meth:`shut_down` is called (by the signal
+    thread, or a test) and returns the exit code. ``on_lost_lease`` is what happens when
     leadership is lost (default: exit at once); ``controller_class`` lets a test
     hold a sync back. Every thread it starts is named and
     joined, except worker threads that outlive ``--shutdown-timeout``: then
@@ -365,7 +366,7 @@ class ControllerProcess:
         return self._stop_everything()
 
     def shut_down(self, reason: str) -> None:
-        """Begin a graceful shutdown; safe to call from a signal handler, and more than once."""
+        """Begin a graceful shutdown; safe to call from any thread, and more than once."""
         with self._lock:
             if self._shutting_down:
                 return
@@ -475,26 +476,55 @@ def _ok() -> None:
 # --- main -----------------------------------------------------------------------------------
 
 
-def install_signal_handlers(process: ControllerProcess) -> None:
-    """SIGTERM/SIGINT: graceful shutdown; the second one: exit at once (code 1)."""
-    received: list[str] = []
+SHUTDOWN_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
 
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
-        received.append(name)
-        if len(received) > 1:
-            log.warning("received %s again: exiting at once", name)
-            exit_now(EXIT_FAILED)
-        process.shut_down(f"received {name} (send it again to exit at once)")
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, handle)
+def block_shutdown_signals() -> None:
+    """Block SIGTERM and SIGINT in this thread, and so in every thread it starts from now on.
+
+    Call it before any thread starts: a thread created earlier keeps its own mask and could
+    still be handed a signal.
+    """
+    signal.pthread_sigmask(signal.SIG_BLOCK, SHUTDOWN_SIGNALS)
+
+
+def watch_signals(processes: list[ControllerProcess]) -> threading.Thread:
+    """A thread that takes SIGTERM/SIGINT with ``sigwait`` (they must be blocked everywhere).
+
+    The first one shuts ``processes[0]`` down gracefully (or, before there is a
+    process, exits at once); a second one exits at once with code 1.
+    ``processes`` is filled in by the caller once the process exists.
+    """
+
+    def take() -> None:
+        received = 0
+        while True:
+            name = signal.Signals(signal.sigwait(SHUTDOWN_SIGNALS)).name
+            received += 1
+            if received > 1:
+                log.warning("received %s again: exiting at once", name)
+                exit_now(EXIT_FAILED)
+            if not processes:
+                log.warning("received %s before the controller started: exiting", name)
+                exit_now(EXIT_FAILED)
+            processes[0].shut_down(f"received {name} (send it again to exit at once)")
+
+    # A daemon: it never returns, and must not keep the interpreter from exiting.
+    thread = threading.Thread(target=take, name="signals", daemon=True)
+    thread.start()
+    return thread
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the Foo controller until a signal; return the exit code."""
+    """Run the Foo controller until a signal; return the exit code.
+
+    It owns the process: it blocks SIGTERM and SIGINT for good and takes them on a thread.
+    """
     options = parse_args(argv)
     configure_logging(options.verbosity, options.log_level)
+    block_shutdown_signals()  # before any thread starts
+    started: list[ControllerProcess] = []
+    watch_signals(started)
     try:
         api = connect(options)
         preflight.check_foo_api(api)
@@ -510,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ApiException as exc:
         print(f"error: {explain(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    install_signal_handlers(process)
+    started.append(process)
     code = process.run()
     if process.stuck:
         exit_now(code)  # worker threads still run; do not wait for them

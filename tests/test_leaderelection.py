@@ -44,6 +44,10 @@ class MemoryLeases:
     actions: list[str] = field(default_factory=list)
     conflicts_to_inject: int = 0
     unreachable: set[str] = field(default_factory=set)  # identities whose calls fail
+    # Identities whose calls hang until their timeout has passed on ``clock``, then fail
+    # (a silent network: only the client's timeout ends the request).
+    hanging: set[str] = field(default_factory=set)
+    clock: FakeClock | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def client(self, identity: str) -> MemoryLeaseClient:
@@ -78,7 +82,20 @@ class MemoryLeaseClient:
         if self.identity in self.store.unreachable:
             raise ConnectionRefusedError("connection refused")
 
+    def _hang(self, verb: str, timeout: float) -> None:
+        """If our network is silent: wait out ``timeout`` on the fake clock, then fail."""
+        if self.identity not in self.store.hanging:
+            return
+        clock = self.store.clock
+        assert clock is not None, "set store.clock to make requests hang"
+        self.store.actions.append(f"{verb} (hangs {timeout:g}s)")
+        parked = threading.Condition()
+        with parked:
+            clock.wait_until(parked, lambda: False, clock.now() + timeout)
+        raise TimeoutError(f"read timed out after {timeout:g}s")
+
     def read(self, namespace: str, name: str, timeout: float) -> dict[str, Any]:
+        self._hang("get", timeout)
         with self.store.lock:
             self._enter("get")
             if self.store.lease is None:
@@ -86,6 +103,7 @@ class MemoryLeaseClient:
             return copy.deepcopy(self.store.lease)
 
     def create(self, namespace: str, lease: dict[str, Any], timeout: float) -> dict[str, Any]:
+        self._hang("create", timeout)
         with self.store.lock:
             self._enter("create")
             if self.store.lease is not None:
@@ -96,6 +114,7 @@ class MemoryLeaseClient:
             return copy.deepcopy(self.store.lease)
 
     def replace(self, namespace: str, lease: dict[str, Any], timeout: float) -> dict[str, Any]:
+        self._hang("update", timeout)
         with self.store.lock:
             self._enter("update")
             current = self.store.lease
@@ -453,6 +472,59 @@ def test_partitioned_leader_stops_before_anyone_takes_over(
     assert b_started - cut_at >= 10.0 - 1.0  # lease_duration, less a's last renew period
     assert store.record.holder_identity == "b"
     assert store.record.leader_transitions == last_renewal.leader_transitions + 1
+
+
+def test_leader_whose_requests_hang_stops_before_anyone_takes_over(
+    store: MemoryLeases, clock: FakeClock, running: list
+) -> None:
+    """A silent network, not a refused one: each of the leader's requests waits out its
+    timeout. A renewal try spends the time left before renew_deadline once in all (client-go
+    gives the whole try one context), not once per request; else the leader would still
+    lead when the other takes over."""
+    store.clock = clock
+    timeline = Timeline(clock)
+    a = elector(store, "a", clock, timeline.callbacks("a"))
+    b = elector(store, "b", clock, timeline.callbacks("b"))
+    start(a, running)
+    timeline.wait_for("a", "started")
+    start(b, running)
+    timeline.wait_for("b", "new leader 'a'")
+    step_until(clock, lambda: clock.now() > 1005, timeline)
+    store.hanging.add("a")
+    cut_at = clock.now()
+    step_until(clock, lambda: timeline.when("b", "started") is not None, timeline)
+    a_stopped = timeline.wait_for("a", "stopped")
+    b_started = timeline.wait_for("b", "started")
+    assert a_stopped < b_started, f"two leaders at once: {store.actions[-6:]}"
+    assert a_stopped - cut_at <= 5.0 + 1.0 + 0.2  # renew_deadline (+ the round it began in)
+    assert b_started - cut_at >= 10.0 - 1.0
+
+
+def test_one_try_spends_its_timeout_once(store: MemoryLeases, clock: FakeClock) -> None:
+    """The fast-path write hangs for the whole timeout: no GET follows with a fresh one."""
+    store.clock = clock
+    le = elector(store, "baz", clock)
+    assert le.try_acquire_or_renew(1.0)
+    store.hanging.add("baz")
+    began = clock.now()
+    done = threading.Event()
+    stepper = threading.Thread(target=step_while_parked, args=(clock, 0.5, done))
+    stepper.start()
+    try:
+        assert not le.try_acquire_or_renew(5.0)
+    finally:
+        done.set()
+        stepper.join(GUARD)
+    took = clock.now() - began
+    assert took <= 5.0 + 0.5, f"one try took {took:g}s: {store.actions}"
+    assert store.actions[-1] == "update (hangs 5s)"
+
+
+def step_while_parked(clock: FakeClock, step: float, done: threading.Event) -> None:
+    """Step the clock by ``step`` whenever a thread waits on it, until ``done``."""
+    while not done.is_set():
+        if clock.wait_for_waiters(1, 0.05):
+            clock.step(step)
 
 
 def test_callbacks_in_order(store: MemoryLeases, clock: FakeClock, running: list) -> None:
