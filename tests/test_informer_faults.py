@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,13 +20,11 @@ import pytest
 
 from helpers import kube
 from helpers.cluster.info import describe
-from helpers.cluster.local import LocalCluster
-from helpers.cluster.paths import CourseHome
-from helpers.errors import CourseError
 from helpers.etcd import EtcdClient
 from helpers.held_watch import HeldListWatch
 from helpers.informer import SharedInformer, wait_for_cache_sync
 from helpers.listwatch import ListWatch
+from tests.cluster_faults import local_cluster, wait_until_api_ready
 from tests.informer_harness import SELECTOR, Churn, Recorder, cache_view
 from tests.tcp_proxy import TcpProxy, kubeconfig_through
 
@@ -69,12 +66,6 @@ def assert_converged(
     assert cache_view(informer.indexer) == expected
     unseen = must_see - recorder.deleted
     assert not unseen, f"deletes that never reached the handler: {sorted(unseen)}"
-
-
-def local_cluster() -> LocalCluster:
-    info = describe()
-    assert info.backend == "local", "these drills need the local control plane"
-    return LocalCluster(CourseHome.from_environment(), info.context.removeprefix("kwok-"))
 
 
 @pytest.fixture
@@ -198,7 +189,7 @@ def test_api_server_killed_and_restarted(api: kubernetes.client.ApiClient, names
         os.kill(cluster.processes()["kube-apiserver"], signal.SIGKILL)
         assert informer.reflector.wait_for(lambda r: r.errors > errors_before, 30)
         cluster.start_component("kube-apiserver")
-        wait_until_api_answers(cluster)
+        wait_until_api_ready(cluster)
         cluster.revive()  # like a kubelet, restart any component that gave up meanwhile
         # The informer is still backing off; once it sees a new object it has
         # re-listed or re-watched, and from then on it misses nothing.
@@ -210,16 +201,3 @@ def test_api_server_killed_and_restarted(api: kubernetes.client.ApiClient, names
     finally:
         stop(informer)
         cluster.revive()
-
-
-def wait_until_api_answers(cluster: LocalCluster, timeout: float = 60) -> None:
-    """Poll /version: a starting process announces nothing we could wait on."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            kube.connect(cluster.kubeconfig, probe_timeout=2)
-            return
-        except CourseError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.25)
