@@ -180,12 +180,17 @@ class LiveFigure:
         """True while the background thread runs."""
         return self._thread is not None and self._thread.is_alive()
 
-    def render(self) -> bytes:
-        """Bring the figure up to date with ``draw()`` and return it as PNG bytes."""
+    def render(self, *, fast: bool = False) -> bytes:
+        """Bring the figure up to date with ``draw()`` and return it as PNG bytes.
+
+        ``fast`` compresses the PNG less (a live frame: encoding at the default
+        level takes longer than drawing), at the cost of a bigger image.
+        """
         with self._draw_lock:
             self._draw()
             buffer = io.BytesIO()
-            self.figure.savefig(buffer, format="png")
+            options = {"pil_kwargs": {"compress_level": 1}} if fast else {}
+            self.figure.savefig(buffer, format="png", **options)
         return buffer.getvalue()
 
     def _run(self) -> None:
@@ -196,8 +201,8 @@ class LiveFigure:
                 if self._tick is not None:
                     self._tick()
                 if self._image is not None and time.monotonic() >= next_draw:
-                    self._image.value = self.render()
-                    next_draw = time.monotonic() + self.refresh
+                    next_draw = time.monotonic() + self.refresh  # from this frame's start
+                    self._image.value = self.render(fast=True)
         except BaseException as error:  # kept for stop() to raise in the caller's thread
             self._error = error
 

@@ -1,0 +1,325 @@
+"""The controller's observer hook, and the timeline recorded from it (no cluster needed).
+
+The controller is chapter 05's real FooController with never-started informers whose caches
+the tests fill, and recording clients instead of an API server (as tests/test_controller.py,
+whose doubles these tests reuse). Workers are real threads on the real workqueue, so the
+timeline can be compared with the queue's own metrics.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+from matplotlib.image import imread
+
+from helpers.controller import FooController, new_deployment
+from helpers.errors import CourseError
+from helpers.reconcile import FlakyClients
+from helpers.timeline import (
+    FAILED,
+    SKIPPED,
+    SYNCED,
+    InformerEvent,
+    ReconcileTimeline,
+    Sync,
+    TimelineRecorder,
+    counts,
+    overlapping,
+    table,
+)
+from helpers.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
+from tests.test_controller import (
+    GUARD,
+    CapturingInformer,
+    RecordingClients,
+    RecordingQueue,
+    new_foo,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+class Calls:
+    """A SyncObserver that writes down every call, with the calling thread's name."""
+
+    def __init__(self, log: list[Any] | None = None) -> None:
+        self.log: list[Any] = [] if log is None else log
+
+    def sync_started(self, key: str) -> None:
+        self.log.append(("started", key, threading.current_thread().name))
+
+    def sync_finished(self, key: str, error: Exception | None) -> None:
+        self.log.append(("finished", key, type(error).__name__ if error else None))
+
+    def wrote(self, verb: str, name: str, error: Exception | None) -> None:
+        self.log.append(("wrote", verb, name, type(error).__name__ if error else None))
+
+    def requeued(self, key: str, delay: float) -> None:
+        self.log.append(("requeued", key, delay))
+
+
+def controller_with(
+    *foos: dict[str, Any],
+    deployments: tuple[dict[str, Any], ...] = (),
+    clients: Any = None,
+    queue: RateLimitingQueue[str] | None = None,
+) -> FooController:
+    foo_informer = CapturingInformer(name="foos")
+    deployment_informer = CapturingInformer(name="deployments")
+    for foo in foos:
+        foo_informer.indexer.add(foo)
+    for deployment in deployments:
+        deployment_informer.indexer.add(deployment)
+    return FooController(
+        clients or RecordingClients(),
+        foo_informer,
+        deployment_informer,
+        workqueue=queue or RecordingQueue(),
+    )
+
+
+# --- the hook -------------------------------------------------------------------------------------
+
+
+def test_nobody_observing_leaves_the_controller_as_it_was() -> None:
+    controller = controller_with(new_foo("test", 1))
+    clients, limiter = controller.clients, controller.workqueue.rate_limiter
+    assert controller.observer is None
+
+    controller.observe(Calls())
+    assert controller.clients is not clients and controller.workqueue.rate_limiter is not limiter
+    controller.observe(None)
+    assert controller.observer is None
+    assert controller.clients is clients, "the clients are the very same object again"
+    assert controller.workqueue.rate_limiter is limiter
+
+    controller.workqueue.add("default/test")
+    assert controller.process_next_work_item() is True
+    assert [a.verb for a in clients.actions] == ["create", "update"]
+    controller.workqueue.shut_down()
+
+
+def test_observing_twice_wraps_once() -> None:
+    controller = controller_with()
+    clients = controller.clients
+    controller.observe(Calls())
+    controller.observe(Calls())
+    assert controller.clients.inner is clients  # type: ignore[attr-defined]
+    controller.workqueue.shut_down()
+
+
+def test_a_sync_is_reported_in_order_in_the_workers_thread() -> None:
+    calls = Calls()
+    controller = controller_with(new_foo("test", 1))
+    controller.observe(calls)
+    controller.workqueue.add("default/test")
+
+    worker = threading.Thread(target=controller.process_next_work_item, name="foo-worker-7")
+    worker.start()
+    worker.join(GUARD)
+
+    assert calls.log == [
+        ("started", "default/test", "foo-worker-7"),
+        ("wrote", "create Deployment", "test-deployment", None),
+        ("wrote", "update Foo status", "test", None),
+        ("wrote", "Event Synced", "test", None),
+        ("finished", "default/test", None),
+    ]
+    controller.workqueue.shut_down()
+
+
+def test_a_failed_sync_reports_its_error_and_delay_before_done() -> None:
+    """The key's next sync can only start after done(): finished must come before it."""
+    foo = new_foo("test", 1)
+    theirs = new_deployment(foo)
+    theirs["metadata"]["ownerReferences"] = []
+    queue = RecordingQueue()
+    shared: list[Any] = []
+    queue.calls = shared  # done() and the observer write into one list
+    controller = controller_with(foo, deployments=(theirs,), queue=queue)
+    controller.observe(Calls(shared))
+    controller.workqueue.add("default/test")
+    assert controller.process_next_work_item() is True
+
+    assert shared == [
+        ("started", "default/test", "MainThread"),
+        ("wrote", "Event ErrResourceExists", "test", None),
+        ("add_rate_limited", "default/test"),
+        ("requeued", "default/test", 0.005),
+        ("finished", "default/test", "ResourceExistsError"),
+        ("done", "default/test"),
+    ]
+    controller.workqueue.shut_down()
+
+
+def test_a_failed_write_is_reported_with_its_error() -> None:
+    clients = RecordingClients()
+    clients.fail["update_foo_status"] = ApiException(status=409, reason="Conflict")
+    calls = Calls()
+    controller = controller_with(new_foo("test", 1), clients=clients)
+    controller.observe(calls)
+    controller.workqueue.add("default/test")
+    controller.process_next_work_item()
+    assert ("wrote", "update Foo status", "test", "ApiException") in calls.log
+    assert calls.log[-1] == ("finished", "default/test", "ApiException")
+    controller.workqueue.shut_down()
+
+
+# --- what the recorder makes of it ----------------------------------------------------------------
+
+
+def test_outcomes_synced_failed_skipped() -> None:
+    clients = RecordingClients()
+    controller = controller_with(new_foo("ok", 1), new_foo("broken", 1), clients=clients)
+    recorder = TimelineRecorder(controller)
+    clients.fail["update_foo_status"] = ApiException(status=409, reason="Conflict")
+    controller.workqueue.add("default/broken")
+    controller.process_next_work_item()
+    del clients.fail["update_foo_status"]
+    controller.workqueue.add("default/ok")
+    controller.workqueue.add("default/gone")
+    controller.process_next_work_item()
+    controller.process_next_work_item()
+
+    broken, ok, gone = recorder.syncs()
+    assert (broken.outcome, ok.outcome, gone.outcome) == (FAILED, SYNCED, SKIPPED)
+    assert broken.error is not None and broken.error.startswith("409 Conflict")
+    assert broken.requeue_after == 0.005 and ok.requeue_after is None
+    assert [w.verb for w in ok.writes] == ["create Deployment", "update Foo status", "Event Synced"]
+    assert gone.writes == [] and gone.seen == {}
+    assert ok.seen == {"Foo": "1"}, "the Foo's version in the cache; no Deployment there yet"
+    assert all(s.started <= s.ended for s in (broken, ok, gone))  # type: ignore[operator]
+    assert [w.error is not None for w in broken.writes] == [False, True]
+    assert counts(recorder.syncs()) == {SYNCED: 1, FAILED: 1, SKIPPED: 1, "running": 0}
+    controller.workqueue.shut_down()
+
+
+def test_bars_match_the_workqueue_metrics_and_never_overlap_for_one_key() -> None:
+    """Four workers, hot keys, every fourth write failing: one bar per get/done, one failed bar
+    per retry the queue counted, and no key synced by two workers at the same time."""
+    foos = [new_foo(f"foo-{n}", 1) for n in range(8)]
+    queue: RateLimitingQueue[str] = RateLimitingQueue(
+        ItemExponentialFailureRateLimiter(0.001, 0.01), "Foos"
+    )
+    inner = RecordingClients()
+    flaky = FlakyClients(inner, fail_every=4)
+    controller = controller_with(*foos, clients=flaky, queue=queue)
+    recorder = TimelineRecorder(controller)
+    workers = [
+        threading.Thread(target=controller.run_worker, args=(threading.Event(),), name=f"w-{n}")
+        for n in range(4)
+    ]
+    for worker in workers:
+        worker.start()
+    for round_ in range(40):
+        finished = len([s for s in recorder.syncs() if s.ended is not None])
+        for n in range(8):
+            if n < 2 or round_ % 10 == 0:  # foo-0 and foo-1 are hot
+                queue.add(f"default/foo-{n}")
+        recorder.wait_for(  # the next round once a sync has ended: adds while keys are busy
+            lambda r, before=finished: len([s for s in r.syncs() if s.ended]) > before,
+            "one more finished sync",
+            timeout=GUARD,
+        )
+    assert counts(recorder.syncs())[SYNCED] >= 20 and counts(recorder.syncs())[FAILED] >= 5
+    # A failure during shutdown is not retried, and so not counted as one: stop failing first,
+    # and let every sync that might still fail end.
+    flaky.fail_every = 0
+    started = len(recorder.syncs())
+    recorder.wait_for(
+        lambda r: all(s.ended is not None for s in r.syncs()[:started]), "the syncs to end", GUARD
+    )
+    queue.shut_down_with_drain()
+    for worker in workers:
+        worker.join(GUARD)
+
+    syncs = recorder.syncs()
+    metrics = queue.metrics.snapshot()
+    found = counts(syncs)
+    assert len(syncs) == metrics["work_duration_seconds"]["count"], "one bar per get/done"
+    assert found[FAILED] == metrics["retries_total"], "one failed bar per counted retry"
+    assert found[FAILED] == flaky.failed and found["running"] == 0
+    assert overlapping(syncs) == []
+    assert {s.worker for s in syncs} <= {f"w-{n}" for n in range(4)}
+    assert len({s.worker for s in syncs}) > 1, "several workers took part"
+
+
+def test_overlapping_finds_two_syncs_of_one_key_at_once() -> None:
+    a = Sync("w-1", "ns/k", 0.0, 1.0, SYNCED)
+    b = Sync("w-2", "ns/k", 0.5, 1.5, SYNCED)
+    c = Sync("w-2", "ns/other", 0.2, 0.4, SYNCED)
+    d = Sync("w-1", "ns/k", 1.0, 2.0, SYNCED)  # starts as a ends: not at once
+    assert overlapping([a, b, c]) == [(a, b)]
+    assert overlapping([a, c, d]) == []
+    assert overlapping([Sync("w-1", "ns/k", 0.0), Sync("w-2", "ns/k", 0.1)]) != [], "running"
+
+
+def test_table_has_one_line_per_sync_with_what_a_bar_means() -> None:
+    syncs = [
+        Sync("foo-worker-1", "ns/first", 0.25, 0.262, SYNCED),
+        Sync("foo-worker-2", "ns/flaky", 1.5, 1.501, FAILED, "InjectedFailure: boom", 0.02),
+    ]
+    lines = table(syncs).splitlines()
+    assert len(lines) == 3 and "outcome" in lines[0]
+    assert lines[1].split() == ["t+0.250s", "foo-worker-1", "ns/first", "12", "ms", "synced"]
+    assert "failed, back in 0.02 s: InjectedFailure: boom" in lines[2]
+    assert "ns/" not in table(syncs, names_only=True)
+    assert len(table(syncs, last=1).splitlines()) == 2
+
+
+def test_wait_saw_follows_the_order_the_informer_delivered() -> None:
+    recorder = TimelineRecorder()
+    for version in ("7", "12", "9"):  # opaque: 9 came after 12
+        recorder._events.append(InformerEvent(0.0, "Foo", "update", "x", version=version))
+    recorder._syncs.append(Sync("w", "ns/x", 0.1, 0.2, SYNCED, seen={"Foo": "9"}))
+    assert recorder.wait_saw("Foo", "x", "12", timeout=0.1).seen["Foo"] == "9"
+    with pytest.raises(TimeoutError, match="a sync that read Foo x"):
+        recorder.wait_saw("Foo", "x", "13", timeout=0.05)
+    recorder._syncs[0].seen["Foo"] = "7"
+    with pytest.raises(TimeoutError):
+        recorder.wait_saw("Foo", "x", "12", timeout=0.05)
+
+
+def test_detach_stops_recording_and_keeps_the_record() -> None:
+    controller = controller_with(new_foo("test", 1))
+    recorder = TimelineRecorder(controller)
+    controller.workqueue.add("default/test")
+    controller.process_next_work_item()
+    recorder.detach()
+    assert controller.observer is None and recorder.controller is None
+    assert [h.name for h in controller.foo_informer.handlers] == ["foo-controller"]
+    controller.workqueue.add("default/test")
+    controller.process_next_work_item()
+    assert len(recorder.syncs()) == 1
+    controller.workqueue.shut_down()
+
+
+# --- the picture ----------------------------------------------------------------------------------
+
+
+def test_the_picture_is_a_png_and_follows_a_restarted_controller() -> None:
+    controller = controller_with(new_foo("test", 1))
+    recorder = TimelineRecorder(controller)
+    picture = ReconcileTimeline(recorder, caption="a test", show=False, last=3)
+    with picture:
+        controller.workqueue.add("default/test")
+        controller.process_next_work_item()
+        again = controller_with(new_foo("test", 1))
+        picture.follow(again)
+        assert picture.sampler.queue is again.workqueue and again.observer is recorder
+        picture.freeze()
+    assert picture.png is not None and picture.png.startswith(PNG_SIGNATURE)
+    _height, width, _ = imread(io.BytesIO(picture.png)).shape
+    assert width == 864  # 12 inches at 72 dpi
+    assert picture.frames >= 1
+    for queue in (controller.workqueue, again.workqueue):
+        queue.shut_down()
+
+
+def test_a_recorder_without_a_controller_cannot_be_drawn() -> None:
+    with pytest.raises(CourseError, match="observes no controller"):
+        ReconcileTimeline(TimelineRecorder(), caption="c")
