@@ -8,6 +8,8 @@ in exit code 0 within a stated time, with the Lease released.
 
 from __future__ import annotations
 
+import logging
+import re
 import shutil
 import signal
 import socket
@@ -24,6 +26,7 @@ import yaml
 
 from helpers import kube, rbac
 from helpers.cluster import bootstrap
+from helpers.cluster.paths import write_private
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
 from helpers.program import (
     EXIT_BAD_INPUT,
@@ -31,6 +34,7 @@ from helpers.program import (
     EXIT_OK,
     ControllerProcess,
     MeasuredFooController,
+    configure_logging,
     parse_args,
 )
 from helpers.waiting import wait_for
@@ -81,6 +85,27 @@ def test_flags_and_their_defaults() -> None:
     )
     assert durations == (15.0, 10.0, 2.0)
     assert parse_args(["--leader-elect-retry-period", "0.5s"]).leader_elect_retry_period == 0.5
+
+
+@pytest.mark.parametrize(
+    ("flags", "level"),
+    [
+        ([], logging.INFO),
+        (["-v", "4"], logging.DEBUG),
+        (["--log-level", "warning"], logging.WARNING),
+        (["-v", "4", "--log-level", "error"], logging.ERROR),  # the named level wins
+    ],
+)
+def test_log_level_flags(flags: list[str], level: int) -> None:
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        options = parse_args(flags)
+        configure_logging(options.verbosity, options.log_level)
+        assert root.level == level
+    finally:
+        root.handlers[:], _ = saved
+        root.setLevel(saved[1])
 
 
 @pytest.mark.parametrize(
@@ -189,7 +214,17 @@ def test_missing_crd(api: kubernetes.client.ApiClient, namespace: str) -> None:
         bootstrap.install_foo_crd(api, timeout=60)
 
 
-# --- signals and shutdown --------------------------------------------------------------------
+# --- the flags, in a running process ----------------------------------------------------------
+
+
+@pytest.fixture
+def other_namespace(api: kubernetes.client.ApiClient, namespace: str) -> Iterator[str]:
+    """A second namespace (for the Lease), deleted afterwards."""
+    core = kubernetes.client.CoreV1Api(api)
+    name = f"{namespace[:50]}-lease"
+    core.create_namespace({"metadata": {"name": name, "labels": {"course-test": "true"}}})
+    yield name
+    core.delete_namespace(name)
 
 
 @pytest.fixture
@@ -198,6 +233,62 @@ def runs() -> Iterator[list[ControllerRun]]:
     yield started
     for run in started:
         run.stop()
+
+
+@pytest.mark.cluster
+def test_flags_reach_the_process(
+    api: kubernetes.client.ApiClient,
+    namespace: str,
+    other_namespace: str,
+    runs: list[ControllerRun],
+    kubeconfig: Path,
+    tmp_path: Path,
+) -> None:
+    """--master wins over the kubeconfig's server; --namespace scopes the informers; --workers,
+    -v, the Lease's name and namespace, and a metrics address of 0 (off) all take effect."""
+    document = yaml.safe_load(kubeconfig.read_text())
+    host, port = api_server_address(kubeconfig)
+    with socket.socket() as closed:  # the kubeconfig points at a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        nowhere = closed.getsockname()[1]
+    for cluster in document["clusters"]:
+        cluster["cluster"]["server"] = f"https://127.0.0.1:{nowhere}"
+    wrong = tmp_path / "wrong-server"
+    write_private(wrong, yaml.safe_dump(document))
+    run = ControllerRun(
+        ["--kubeconfig", str(wrong), "--master", f"https://{host}:{port}",
+         "--namespace", namespace, "--workers", "3", "-v", "4",
+         "--leader-elect", "--leader-elect-identity", "flags",
+         "--leader-elect-lease-name", "flags-lease",
+         "--leader-elect-lease-namespace", other_namespace,
+         "--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:0"],
+        name="flags",
+    )  # fmt: skip
+    runs.append(run)
+    run.wait_for_line("Started workers", 30)
+    assert run.has_line("Starting workers count=3")
+    foos = f"/apis/{FOO_GROUP}/{FOO_VERSION}/namespaces/{namespace}/{FOO_PLURAL}"
+    assert run.has_line(re.escape(f"ListWatch('{foos}')")), run.log()
+    assert run.has_line(r"serving probes on http://127\.0\.0\.1:")
+    assert not run.has_line("serving metrics")
+    run.wait_for_line(r"^D.*successfully renewed lease", 30)  # -v 4: debug lines
+    lease = kubernetes.client.CoordinationV1Api(api).read_namespaced_lease(
+        "flags-lease", other_namespace
+    )
+    assert lease.spec.holder_identity == "flags"
+    create_foo(api, namespace, "flagged")
+    wait_for(
+        kubernetes.client.AppsV1Api(api).list_namespaced_deployment,
+        lambda deployments: "flagged" in deployments,
+        what="Deployment flagged",
+        timeout=30,
+        namespace=namespace,
+    )
+    run.signal(signal.SIGTERM)
+    assert run.wait(30) == EXIT_OK
+
+
+# --- signals and shutdown --------------------------------------------------------------------
 
 
 def lease_holder(api: kubernetes.client.ApiClient, namespace: str) -> str:
