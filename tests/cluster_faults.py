@@ -6,8 +6,11 @@ with the command line kwokctl gave it, as a kubelet restarts a static Pod.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
+import psutil
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
@@ -40,3 +43,23 @@ def wait_until_api_ready(cluster: LocalCluster, timeout: float = 120) -> None:
             pass
         assert time.monotonic() < deadline, f"the API server was not ready within {timeout:.0f} s"
         time.sleep(0.25)
+
+
+def kill_component(cluster: LocalCluster, component: str, timeout: float = 30) -> None:
+    """SIGKILL ``component`` and wait until it is gone (its port is free again).
+
+    A signal is delivered asynchronously: a new API server started at once can
+    find the old one still holding its port, fail to bind, and exit.
+    """
+    pid = cluster.running()[component]  # verified: a reused pid is never signalled
+    process = psutil.Process(pid)
+    os.kill(pid, signal.SIGKILL)
+    process.wait(timeout)
+
+
+def restart_api_server(cluster: LocalCluster) -> None:
+    """Kill kube-apiserver, start it again, wait for /readyz, revive what gave up meanwhile."""
+    kill_component(cluster, "kube-apiserver")
+    cluster.start_component("kube-apiserver")
+    wait_until_api_ready(cluster)
+    cluster.revive()  # as a kubelet would: components that exited meanwhile

@@ -10,8 +10,6 @@ DELETE event, or as a tombstone when it happened while we were not watching.
 from __future__ import annotations
 
 import logging
-import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +22,7 @@ from helpers.etcd import EtcdClient
 from helpers.held_watch import HeldListWatch
 from helpers.informer import SharedInformer, wait_for_cache_sync
 from helpers.listwatch import ListWatch
-from tests.cluster_faults import local_cluster, wait_until_api_ready
+from tests.cluster_faults import local_cluster, restart_api_server
 from tests.informer_harness import SELECTOR, Churn, Recorder, cache_view
 from tests.tcp_proxy import TcpProxy, kubeconfig_through
 
@@ -185,12 +183,7 @@ def test_api_server_killed_and_restarted(api: kubernetes.client.ApiClient, names
     informer, recorder = start_informer(api, namespace, "configmaps")
     try:
         churn.run(50)
-        errors_before = informer.reflector.errors
-        os.kill(cluster.processes()["kube-apiserver"], signal.SIGKILL)
-        assert informer.reflector.wait_for(lambda r: r.errors > errors_before, 30)
-        cluster.start_component("kube-apiserver")
-        wait_until_api_ready(cluster)
-        cluster.revive()  # like a kubelet, restart any component that gave up meanwhile
+        restart_api_server(cluster)
         # The informer is still backing off; once it sees a new object it has
         # re-listed or re-watched, and from then on it misses nothing.
         marker = churn.body("after-restart")
