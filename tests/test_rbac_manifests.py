@@ -279,9 +279,18 @@ def test_requests_use_every_permission_and_nothing_else(
             thread.join(30)
     assert codes == [EXIT_OK]
 
-    refused = [str(r) for r in recorded.requests if r.status is not None and r.status >= 400]
-    # A Lease GET before it exists answers 404; that is how the elector learns to create it.
-    assert all("/leases/" in r and r.endswith("-> 404") for r in refused), refused
+    forbidden = [str(r) for r in recorded.requests if r.status in (401, 403)]
+    assert forbidden == []
+    # Other answers >= 400 that are not about permissions: a Lease GET before it exists
+    # answers 404 (that is how the elector learns to create it), and a write based on a cache
+    # a moment behind answers 409 Conflict (the sync is retried with a fresh copy).
+    failed = [r for r in recorded.requests if r.status is not None and r.status >= 400]
+    expected = [
+        r for r in failed
+        if (r.method == "GET" and "/leases/" in r.path and r.status == 404)
+        or (r.method in ("PUT", "PATCH") and r.status == 409)
+    ]  # fmt: skip
+    assert failed == expected, [str(r) for r in failed]
     used = {as_permission(r) for r in recorded.requests}
     self_checks = {p for p in used if isinstance(p, tuple)}
     assert self_checks <= OPEN_TO_EVERYONE, self_checks - OPEN_TO_EVERYONE
