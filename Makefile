@@ -10,12 +10,17 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: course test setup up lab status down lint export
+.PHONY: course test test-browser setup up lab status down lint export
 
 course: up lab
 
 test: setup
 	$(PY) -m tests.run_all
+
+# Only the browser tests: the live widgets in JupyterLab, in headless Chromium (`make up` first).
+test-browser: setup
+	KUBECONFIG="$$($(PY) -m helpers.cluster kubeconfig)" $(PY) -m pytest -p no:cacheprovider \
+	  -rfEsxX tests/test_browser.py
 
 setup: $(INSTALLED)
 

@@ -339,7 +339,7 @@ def table(syncs: list[Sync], last: int = 10, *, names_only: bool = False) -> str
         if s.requeue_after is not None:
             outcome += f", back in {s.requeue_after:.3g} s"
         if s.error:
-            outcome += f": {s.error[:60]}"
+            outcome += f": {s.error[: 48 if names_only else 70]}"
         key = s.key.rpartition("/")[2] if names_only else s.key
         start = f"t+{s.started:.3f}s"
         lines.append(f"{start:>9}  {s.worker:12} {key[-width:]:{width}} {took:>7}  {outcome}")
@@ -385,7 +385,8 @@ def draw_lanes(
     Adds its artists to ``axes`` and returns them; the caller removes them before the next
     frame (cheaper than clearing the axes, whose ticks would be made again every time).
     """
-    lanes = sorted({*workers, *(s.worker for s in syncs)}, key=worker_order)
+    shown = [s for s in syncs if (s.ended if s.ended is not None else now) >= left]
+    lanes = sorted({*workers, *(s.worker for s in shown)}, key=worker_order)
     row = {worker: len(lanes) - i for i, worker in enumerate(lanes)}
     top = len(lanes) + 1
     names = [EVENT_LANE, *row]
@@ -393,7 +394,6 @@ def draw_lanes(
         axes.set_yticks([top, *row.values()], names)
         axes.set_ylim(0.4, top + 0.6)
     axes.set_xlim(left, right)
-    shown = [s for s in syncs if (s.ended if s.ended is not None else now) >= left]
     per_second = axes.bbox.width / max(right - left, 1e-9)  # pixels per second
     thinnest = 2 / per_second  # a sync of a millisecond is still 2 pixels wide
     bars, bar_colours, waits, ticks, colours, labels = [], [], [], [], [], []
@@ -446,7 +446,8 @@ def new_queue_strip(axes: Axes) -> tuple[Line2D, Line2D]:
     depth = axes.step([], [], where="post", color="#1f77b4", lw=1, label="queue depth")[0]
     in_flight = axes.step([], [], where="post", color="#ff7f0e", lw=1, label="in flight")[0]
     axes.set_xlabel("seconds since the recorder started")
-    axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.1), fontsize=8, frameon=False)
+    axes.set_ylabel("keys", fontsize=8)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     for side in ("top", "right"):
         axes.spines[side].set_visible(False)
     return depth, in_flight
@@ -483,7 +484,8 @@ def legend_handles() -> list[Line2D]:
 def place_legend(figure: Figure) -> None:
     """The legend, drawn once into a picture of its own and pasted beside the lanes: it never
     changes, and drawing its text again for every frame would cost more than the lanes."""
-    legend = Figure(figsize=(2.3, 3.9), dpi=figure.dpi)
+    legend = Figure(figsize=(2.3, 2.6), dpi=figure.dpi)
+    legend.patch.set_alpha(0)
     canvas = FigureCanvasAgg(legend)
     legend.legend(handles=legend_handles(), loc="upper left", fontsize=8, frameon=False)
     canvas.draw()
@@ -512,7 +514,7 @@ class ReconcileTimeline:
         window: float | None = None,
         last: int = 6,
         interval: float = 0.05,
-        refresh: float = 0.15,
+        refresh: float = 0.12,
         show: bool | None = None,
     ) -> None:
         if recorder.controller is None:

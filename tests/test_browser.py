@@ -1,0 +1,214 @@
+"""The live widgets in a real JupyterLab, in a real (headless) browser.
+
+Each test copies ``notebooks/`` to a temporary folder (so JupyterLab's autosave cannot touch the
+stored outputs), opens a chapter in the JupyterLab the course installs, runs all its cells from
+the menu, and watches, from inside the page, every change of a widget's image: a
+MutationObserver notes the time and whether the kernel was busy. It passes when the picture
+moved while the kernel was busy (at least 4 frames in its best second), the finished
+chapter shows static PNGs where the widgets were, and no cell shows an error or a stderr output.
+
+The browser is the operating system's Chromium, driven by Playwright (from PyPI, in
+requirements.txt) through ``executable_path``: nothing is downloaded. Without Chromium the tests
+are skipped with one line that says how to enable them; under ``CI=true`` they fail instead
+(``.ci/run`` installs Chromium with apt-get when it is missing). ``CFS_CHROMIUM`` names another
+Chromium binary.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "cfs-browser-check"
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+ENABLE = (
+    "install Chromium (`apt-get install chromium`, or set CFS_CHROMIUM to a Chromium binary) "
+    "to run them"
+)
+
+# Notes every change of a widget image's src, with the time and the kernel's state then.
+WATCH_FRAMES = """
+() => {
+  window.__frames = [];
+  const status = () => {
+    const indicator = document.querySelector('.jp-Notebook-ExecutionIndicator');
+    return indicator ? indicator.getAttribute('data-status') : null;
+  };
+  new MutationObserver((mutations) => {
+    for (const m of mutations) {
+      const el = m.target;
+      if (el.tagName === 'IMG' && m.attributeName === 'src' && el.closest('.jupyter-widgets')) {
+        window.__frames.push([performance.now() / 1000, status()]);
+      }
+    }
+  }).observe(document.body, {subtree: true, attributes: true, attributeFilter: ['src']});
+}
+"""
+
+
+def chromium() -> str | None:
+    """The Chromium to drive: $CFS_CHROMIUM, else the first one on PATH."""
+    named = os.environ.get("CFS_CHROMIUM")
+    if named:
+        return named if Path(named).exists() else None
+    return next((path for name in CHROMIUM_NAMES if (path := shutil.which(name))), None)
+
+
+def unavailable() -> str | None:
+    """Why the browser tests cannot run here, or None."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright is not installed (`make setup` installs it from requirements.txt)"
+    if chromium() is None:
+        return "no Chromium was found"
+    return None
+
+
+PROBLEM = unavailable()
+if PROBLEM is not None and os.environ.get("CI") != "true":  # one line in the summary in all
+    pytest.skip(f"browser tests skipped: {PROBLEM}; {ENABLE}", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if PROBLEM is not None:
+        pytest.fail(f"the browser tests must run in CI, but {PROBLEM}; {ENABLE}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[str]:
+    """JupyterLab on a copy of notebooks/; yields its base URL."""
+    if "KUBECONFIG" not in os.environ:
+        pytest.fail("the browser tests need the course's cluster (run them with `make test`)")
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder) / "root"
+        shutil.copytree(ROOT / "notebooks", root / "notebooks")
+        # Render every cell, not only those in view (JupyterLab 4 skips the others by default,
+        # and a widget that is not rendered cannot be seen to move).
+        settings = Path(folder) / "settings" / "@jupyterlab" / "notebook-extension"
+        settings.mkdir(parents=True)
+        (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        server = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser",
+                f"--port={port}", "--ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
+                f"--ServerApp.root_dir={root}",
+                f"--LabApp.user_settings_dir={folder}/settings",
+                *(["--allow-root"] if os.geteuid() == 0 else []),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=5)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        pytest.fail("JupyterLab did not start within 60 s")
+                    time.sleep(0.2)  # a server starting up announces nothing we could wait on
+            yield url
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+@dataclass
+class Run:
+    """What the browser saw while a chapter ran."""
+
+    frames: list[tuple[float, str | None]]  # (seconds, kernel status) per widget image change
+    static_images: int
+    errors: list[str]
+    seconds: float
+
+    def busy_frames(self) -> list[float]:
+        return [t for t, status in self.frames if status == "busy"]
+
+    def best_rate(self, window: float = 1.0) -> float:
+        """The most frames a second over any ``window`` seconds while the kernel was busy."""
+        times = self.busy_frames()
+        best = 0
+        for i, start in enumerate(times):
+            best = max(best, sum(1 for t in times[i:] if t < start + window))
+        return best / window
+
+
+def run_chapter(browser: Any, lab: str, chapter: str, limit: float) -> Run:
+    """Open ``chapter`` in JupyterLab, run all cells, watch until the kernel is idle again."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{lab}/lab/tree/notebooks/{chapter}?token={TOKEN}")
+        page.wait_for_selector(
+            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000
+        )
+        page.evaluate(WATCH_FRAMES)
+        started = time.monotonic()
+        page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+        page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+        page.wait_for_selector(
+            ".jp-Notebook-ExecutionIndicator[data-status='busy']", timeout=30_000
+        )
+        page.wait_for_selector(
+            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=limit * 1000
+        )
+        seconds = time.monotonic() - started
+        frames = [tuple(frame) for frame in page.evaluate("window.__frames")]
+        static = page.locator(".jp-OutputArea-output.jp-RenderedImage img").count()
+        errors = page.locator(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+        ).all_inner_texts()
+        return Run(frames, static, errors, seconds)  # type: ignore[arg-type]
+    finally:
+        page.close()
+
+
+@pytest.mark.cluster
+def test_chapter_06_timeline_moves_while_the_kernel_works(browser: Any, lab: str) -> None:
+    run = run_chapter(browser, lab, "06_reconcile_loop.ipynb", limit=240)
+    print(
+        f"chapter 06 in JupyterLab: {run.seconds:.0f} s, {len(run.busy_frames())} timeline "
+        f"frames while busy, at best {run.best_rate():.1f}/s, {run.static_images} static images"
+    )
+    assert run.errors == [], f"error output in the chapter: {run.errors[0][:500]}"
+    assert len(run.busy_frames()) >= 20, "the timeline did not move while the cells ran"
+    assert run.best_rate() >= 4, f"at best {run.best_rate():.1f} frames a second"
+    assert run.static_images >= 10, "each timeline should be left as a static PNG"
+
+
+@pytest.mark.cluster
+def test_chapter_04_queue_plot_moves_while_the_kernel_works(browser: Any, lab: str) -> None:
+    """Chapter 04's check, once a manual script (tests/manual/jupyterlab_widget.py)."""
+    run = run_chapter(browser, lab, "04_workqueue.ipynb", limit=150)
+    print(f"chapter 04 in JupyterLab: {len(run.busy_frames())} queue plot frames while busy")
+    assert run.errors == [], f"error output in the chapter: {run.errors[0][:500]}"
+    assert len(run.busy_frames()) >= 3, "the queue plot did not move while the burst ran"
+    assert run.static_images >= 2
