@@ -7,25 +7,28 @@ burst of keys meeting N workers, a chain of controllers passing work along) is
 in the plots, not in their code; so it is written by hand here, not exported
 from a chapter's ``#| export`` cells.
 
-Two pieces:
+Three pieces:
 
 - :class:`LiveFigure`, the plumbing: a matplotlib ``Figure`` shown in Jupyter
   and redrawn from a background thread several times a second, until
   ``stop()`` leaves a static PNG in its place. Chapter 04's queue plot, chapter
   07's sequence diagram and chapter 06's timeline are all one of these.
-- :class:`QueueMonitor`, a ``LiveFigure`` of a workqueue: over time, what
-  client-go exports as Prometheus metrics (``workqueue_depth``,
-  ``workqueue_adds_total``, ``workqueue_retries_total``) next to the number of
-  items in processing (``Queue.in_flight()``), which is what a dashboard would
-  put beside them.
+- :class:`QueueSampler`, the one way of sampling a queue: what client-go
+  exports as Prometheus metrics (``workqueue_depth``, ``workqueue_adds_total``,
+  ``workqueue_retries_total``) next to the number of items in processing
+  (``Queue.in_flight()``), which is what a dashboard would put beside them.
+- :class:`QueueMonitor`, a ``LiveFigure`` of a ``QueueSampler``'s samples over
+  time. (Chapter 06's timeline draws the same samples as a strip.)
 
 How a LiveFigure works, and why this way:
 
 - A background thread, named by its owner, calls an optional ``tick`` every
   ``interval`` seconds (QueueMonitor samples the queue there) and redraws every
-  ``refresh`` seconds, until ``stop()`` sets its stop event and joins it. The
-  kernel's main thread stays free: the cell that does the work keeps running
-  while the plot moves.
+  ``refresh`` seconds (counted from the start of the last frame), until
+  ``stop()`` sets its stop event and joins it. The kernel's main thread stays
+  free: the cell that does the work keeps running while the plot moves. Live
+  frames are PNGs compressed at the lowest level: at the default level the
+  encoding takes longer than the drawing; the final image is compressed fully.
 - The owner draws with matplotlib's object-oriented API (a ``Figure`` on an Agg
   canvas, never ``pyplot``), so drawing from a thread touches no global state
   and no GUI backend, and leaves the notebook's inline figures alone.
