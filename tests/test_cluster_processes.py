@@ -26,8 +26,10 @@ import psutil
 import pytest
 import yaml
 
+from helpers.cluster import processes
 from helpers.cluster.local import LocalCluster
 from helpers.cluster.paths import CourseHome
+from helpers.cluster.processes import Identity
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "cfs-pids"
@@ -190,6 +192,7 @@ def test_a_recorded_identity_rejects_a_later_process_with_that_number(
     recorded = fake.cluster.identities_file
     document = json.loads(recorded.read_text())
     document["etcd"]["started"] -= HOUR  # the process we started ran an hour earlier
+    document["etcd"]["since_boot"] -= HOUR
     recorded.write_text(json.dumps(document))
 
     assert fake.cluster.running() == {}
@@ -289,3 +292,16 @@ def test_a_pid_of_another_user_neither_raises_nor_is_signalled(tmp_path: Path) -
             owned.kill()
             owned.wait()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_moved_boot_time_does_not_make_a_process_a_stranger() -> None:
+    """psutil's start time is the boot time plus ticks, and the boot time moves with the wall
+    clock (NTP): a second later the same process read 1 s later. The ticks never move."""
+    now = processes.identify(os.getpid())
+    assert now is not None and now.since_boot is not None
+    recorded = Identity.from_json({**now.to_json(), "started": now.started - 1.0})
+    assert recorded is not None and recorded.same_process(now)
+    later_twin = Identity.from_json({**now.to_json(), "since_boot": now.since_boot + 1.0})
+    assert later_twin is not None and not later_twin.same_process(now)
+    legacy = Identity.from_json({"pid": now.pid, "exe": now.exe, "started": now.started - 1.0})
+    assert legacy is not None and legacy.since_boot is None and legacy.same_process(now)

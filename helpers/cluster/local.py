@@ -261,7 +261,7 @@ class LocalCluster:
         return (
             now.exe == os.path.realpath(binary)
             and processes.command_line(now.pid)[:1] == [binary]
-            and now.started <= written + 1.0
+            and now.started <= written + 2.0  # wall-clock start: see processes.py
         )
 
     def _recorded_identities(self) -> dict[str, Identity]:

@@ -8,6 +8,10 @@ a file said so would kill the wrong thing.
 
 So a process is ours only when two facts that a reused number cannot fake
 match: the executable it runs, and the moment it started (:class:`Identity`).
+That moment is read as the kernel keeps it, in clock ticks since boot: the
+wall-clock start time psutil reports is the boot time plus those ticks, and
+the boot time the kernel reports moves whenever the wall clock is adjusted
+(NTP), so two readings of one process can differ by a second or more.
 A process we may not inspect (another user's) is not ours, and asking about it
 never raises.
 """
@@ -15,15 +19,20 @@ never raises.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import psutil
 
-# psutil derives a start time from the boot time and the kernel's tick count;
-# two readings of the same process agree to well under this.
-SAME_START_SECONDS = 0.5
+# Two readings of one process's start, in seconds since boot, agree exactly;
+# this only absorbs rounding.
+SAME_START_SECONDS = 0.05
+# Records without a since-boot start (older ones, or systems without /proc) fall
+# back to the wall-clock start, which moves with the boot time psutil reads.
+SAME_WALL_START_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -32,14 +41,15 @@ class Identity:
 
     pid: int
     exe: str  # the executable's real path (symlinks resolved by the kernel)
-    started: float  # seconds since the epoch
+    started: float  # seconds since the epoch (approximate: see the module's docstring)
+    since_boot: float | None = None  # when it started, in seconds since boot (Linux)
 
     def same_process(self, other: Identity) -> bool:
-        return (
-            self.pid == other.pid
-            and self.exe == other.exe
-            and abs(self.started - other.started) < SAME_START_SECONDS
-        )
+        if self.pid != other.pid or self.exe != other.exe:
+            return False
+        if self.since_boot is not None and other.since_boot is not None:
+            return abs(self.since_boot - other.since_boot) < SAME_START_SECONDS
+        return abs(self.started - other.started) < SAME_WALL_START_SECONDS
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -48,8 +58,14 @@ class Identity:
     def from_json(cls, data: Any) -> Identity | None:
         """The identity a record holds, or None for a record that is not one."""
         try:
-            return cls(int(data["pid"]), str(data["exe"]), float(data["started"]))
-        except (KeyError, TypeError, ValueError):
+            since_boot = data.get("since_boot")
+            return cls(
+                int(data["pid"]),
+                str(data["exe"]),
+                float(data["started"]),
+                None if since_boot is None else float(since_boot),
+            )
+        except (AttributeError, KeyError, TypeError, ValueError):
             return None
 
 
@@ -59,8 +75,23 @@ def identify(pid: int) -> Identity | None:
         process = psutil.Process(pid)
         if process.status() == psutil.STATUS_ZOMBIE:
             return None
-        return Identity(pid, process.exe(), process.create_time())
+        return Identity(pid, process.exe(), process.create_time(), since_boot(pid))
     except (psutil.Error, OSError):  # gone, a zombie, or another user's (AccessDenied)
+        return None
+
+
+def since_boot(pid: int) -> float | None:
+    """When ``pid`` started, in seconds since boot, from /proc (None where there is none).
+
+    Field 22 of /proc/PID/stat counts clock ticks from boot to the process's
+    start; it never changes for a process, whatever the wall clock does.
+    """
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+        # The command name (field 2) may hold spaces and parentheses: split after it.
+        fields = text.rsplit(")", 1)[1].split()
+        return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
         return None
 
 
