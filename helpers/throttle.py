@@ -1,4 +1,4 @@
-"""Client-side rate limiting: every request waits for a token (client-go ``rest.Config`` QPS/Burst).
+"""How client-go paces a client: a token per request, and the server's Retry-After obeyed.
 
 client-go puts a token bucket in front of every REST client: ``QPS`` tokens a
 second, up to ``Burst`` saved up (5 and 10 unless the program says otherwise;
@@ -13,10 +13,17 @@ The bucket is chapter 04's :class:`~helpers.workqueue.rate_limiters.BucketRateLi
 (one token bucket in the course, not two): ``when()`` reserves the next token
 and says how long until it is there.
 
-Not a client-go port in every detail: client-go also throttles watch
-re-connections through the same bucket and logs requests that waited long
-("Waited for ... due to client-side throttling"); we do the first, not the
-second.
+The second habit of client-go's REST client: an answer of 429 or 5xx that
+carries a ``Retry-After`` header (a restarting API server that has not yet
+installed every path answers 503 with one; an overloaded one 429) is retried inside
+the same request after that many seconds, up to 10 times. The caller never
+sees those answers, so a reflector does not count them as errors and its
+backoff does not grow while an API server restarts, and a worker does not
+fail the sync and requeue the key.
+
+Not a client-go port in every detail: client-go logs requests that waited long
+("Waited for ... due to client-side throttling"), and a context cancels its
+Retry-After waits; a request of ours waits them out.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import threading
 from typing import Any
 
 import kubernetes
+from kubernetes.client.exceptions import ApiException
 
 from helpers.clock import Clock, RealClock
 from helpers.workqueue.rate_limiters import BucketRateLimiter
@@ -34,6 +42,21 @@ DEFAULT_QPS = 5.0
 
 DEFAULT_BURST = 10
 """client-go's default when a rest.Config leaves Burst at zero."""
+
+MAX_RETRIES = 10
+"""How many Retry-After answers one request obeys (client-go ``rest.Request``'s default)."""
+
+
+def retry_after(err: ApiException) -> int | None:
+    """Seconds the server asked us to wait before a retry, if it did (client-go ``checkWait``)."""
+    if err.status != 429 and not 500 <= (err.status or 0) <= 599:
+        return None
+    value = (err.headers or {}).get("Retry-After")
+    try:
+        seconds = int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return seconds if seconds >= 0 else None
 
 
 class Throttle:
@@ -51,6 +74,7 @@ class Throttle:
         self.requests = 0
         self.waited = 0
         self.seconds_waited = 0.0
+        self.retried = 0  # answers with Retry-After that were retried
 
     def wait(self) -> float:
         """Take a token, waiting until it is there; returns the seconds waited."""
@@ -66,26 +90,47 @@ class Throttle:
                 self._clock.wait_until(alone, lambda: False, self._clock.now() + delay)
         return delay
 
+    def note_retry(self) -> None:
+        with self._lock:
+            self.retried += 1
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` of this throttle's clock (a Retry-After)."""
+        alone = threading.Condition()
+        with alone:
+            self._clock.wait_until(alone, lambda: False, self._clock.now() + seconds)
+
 
 def throttle(
     api: kubernetes.client.ApiClient,
     qps: float = DEFAULT_QPS,
     burst: int = DEFAULT_BURST,
     *,
+    max_retries: int = MAX_RETRIES,
     clock: Clock | None = None,
 ) -> Throttle:
-    """Make every request ``api`` sends wait for a token of a new :class:`Throttle`; return it.
+    """Pace every request ``api`` sends as client-go does; return the :class:`Throttle`.
 
-    It wraps the client's REST layer, so every API call, list and watch goes
-    through it, as in client-go.
+    Each attempt waits for a token; an answer with Retry-After is retried after
+    it, up to ``max_retries`` times. It wraps the client's REST layer, so every
+    API call, list and watch goes through it.
     """
     limit = Throttle(qps, burst, clock=clock)
     rest = api.rest_client
     send = rest.request
 
     def request(*args: Any, **kwargs: Any) -> Any:
-        limit.wait()
-        return send(*args, **kwargs)
+        for attempt in range(max_retries + 1):
+            limit.wait()
+            try:
+                return send(*args, **kwargs)
+            except ApiException as err:
+                seconds = retry_after(err)
+                if seconds is None or attempt == max_retries:
+                    raise
+                limit.note_retry()
+                limit.sleep(seconds)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     rest.request = request
     return limit

@@ -6,10 +6,11 @@ import threading
 
 import kubernetes
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from helpers import kube
 from helpers.clock import FakeClock
-from helpers.throttle import Throttle, throttle
+from helpers.throttle import Throttle, retry_after, throttle
 
 GUARD = 10.0
 
@@ -69,3 +70,66 @@ def test_every_api_call_takes_a_token() -> None:
     core.list_namespace(limit=1)
     core.read_namespace("default")
     assert limit.requests == 2
+
+
+def answer(status: int, retry_after: str | None) -> ApiException:
+    err = ApiException(status=status, reason="scripted")
+    err.headers = {"Retry-After": retry_after} if retry_after is not None else {}
+    return err
+
+
+@pytest.mark.parametrize(
+    ("status", "header", "seconds"),
+    [(503, "1", 1), (429, "5", 5), (500, "0", 0), (503, None, None), (409, "1", None),
+     (503, "soon", None), (503, "-1", None)],
+)  # fmt: skip
+def test_which_answers_ask_for_a_retry(
+    status: int, header: str | None, seconds: int | None
+) -> None:
+    assert retry_after(answer(status, header)) == seconds
+
+
+def scripted_client(answers: list[ApiException | str]) -> tuple[kubernetes.client.ApiClient, list]:
+    """A client whose transport plays ``answers`` in order (an exception is raised)."""
+    api = kubernetes.client.ApiClient(kubernetes.client.Configuration(host="http://127.0.0.1:9"))
+    sent: list[str] = []
+
+    def request(method: str, url: str, *args: object, **kwargs: object) -> str:
+        sent.append(method)
+        reply = answers.pop(0)
+        if isinstance(reply, ApiException):
+            raise reply
+        return reply
+
+    api.rest_client.request = request
+    return api, sent
+
+
+def test_retry_after_answers_are_retried_after_the_wait_they_ask_for() -> None:
+    clock = FakeClock()
+    api, sent = scripted_client([answer(503, "1"), answer(429, "2"), "ok"])
+    limit = throttle(api, qps=100, burst=100, clock=clock)
+    result: list[str] = []
+    caller = threading.Thread(target=lambda: result.append(api.rest_client.request("GET", "/x")))
+    caller.start()
+    assert clock.wait_for_waiters(1, GUARD)
+    clock.step(1)  # the first Retry-After
+    assert clock.wait_for_waiters(1, GUARD)
+    clock.step(2)  # the second
+    caller.join(GUARD)
+    assert result == ["ok"] and sent == ["GET"] * 3
+    assert limit.retried == 2 and limit.requests == 3
+
+
+def test_an_error_without_retry_after_and_the_last_retry_are_raised() -> None:
+    api, sent = scripted_client([answer(409, None)])
+    throttle(api)
+    with pytest.raises(ApiException) as conflict:
+        api.rest_client.request("PUT", "/x")
+    assert conflict.value.status == 409 and sent == ["PUT"]
+
+    api, sent = scripted_client([answer(503, "0")] * 3)
+    limit = throttle(api, max_retries=2)
+    with pytest.raises(ApiException):
+        api.rest_client.request("GET", "/x")
+    assert len(sent) == 3 and limit.retried == 2
