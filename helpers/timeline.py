@@ -80,7 +80,8 @@ class Sync:
     ended: float | None = None
     outcome: str = RUNNING
     error: str | None = None
-    requeue_after: float | None = None  # set when it failed: the rate limiter's delay
+    requeue_after: float | None = None  # set when it failed: the rate limiter's delay...
+    requeued_at: float | None = None  # ...counted from here (a moment before ``ended``)
     writes: list[Write] = field(default_factory=list)
     seen: dict[str, str] = field(default_factory=dict)  # kind -> resourceVersion in the cache
 
@@ -180,7 +181,7 @@ class TimelineRecorder:
         with self._changed:
             sync = self._running.get(threading.current_thread().name)
             if sync is not None and sync.key == key:
-                sync.requeue_after = delay
+                sync.requeue_after, sync.requeued_at = delay, self.now()
 
     def sync_finished(self, key: str, error: Exception | None) -> None:
         with self._changed:
@@ -404,8 +405,9 @@ def draw_lanes(
         bars.append([(s.started, y - 0.3), (s.started + width, y - 0.3),
                      (s.started + width, y + 0.3), (s.started, y + 0.3)])  # fmt: skip
         bar_colours.append(COLOURS[s.outcome])
-        if s.requeue_after is not None and s.ended is not None:  # the wait before the retry
-            waits.append([(s.ended, y - 0.38), (s.ended + s.requeue_after, y - 0.38)])
+        if s.requeue_after is not None and s.requeued_at is not None:  # the wait for the retry
+            due = s.requeued_at + s.requeue_after
+            waits.append([(s.requeued_at, y - 0.38), (due, y - 0.38)])
         for w in s.writes:
             ticks.append([(w.at, y + 0.3), (w.at, y + 0.5)])
             colours.append(COLOURS[FAILED] if w.error else write_colour(w.verb))
