@@ -33,6 +33,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "cfs-browser-check"
+# The execution indicator of the notebook on show (hidden tabs have one too).
+IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle'] >> visible=true"
+BUSY = ".jp-Notebook-ExecutionIndicator[data-status='busy'] >> visible=true"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 ENABLE = (
     "install Chromium (`apt-get install chromium`, or set CFS_CHROMIUM to a Chromium binary) "
@@ -43,9 +46,10 @@ ENABLE = (
 WATCH_FRAMES = """
 () => {
   window.__frames = [];
-  const status = () => {
-    const indicator = document.querySelector('.jp-Notebook-ExecutionIndicator');
-    return indicator ? indicator.getAttribute('data-status') : null;
+  const status = () => {  // the indicator of the notebook on show
+    const shown = [...document.querySelectorAll('.jp-Notebook-ExecutionIndicator')]
+      .filter((el) => el.offsetParent !== null);
+    return shown.length ? shown[0].getAttribute('data-status') : null;
   };
   new MutationObserver((mutations) => {
     for (const m of mutations) {
@@ -166,20 +170,20 @@ def run_chapter(browser: Any, lab: str, chapter: str, limit: float) -> Run:
     """Open ``chapter`` in JupyterLab, run all cells, watch until the kernel is idle again."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        page.goto(f"{lab}/lab/tree/notebooks/{chapter}?token={TOKEN}")
-        page.wait_for_selector(
-            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000
-        )
+        # ?reset: a workspace with this notebook only, not the tabs an earlier test left open
+        page.goto(f"{lab}/lab/tree/notebooks/{chapter}?reset&token={TOKEN}")
+        page.wait_for_selector(IDLE, timeout=90_000)
         page.evaluate(WATCH_FRAMES)
         started = time.monotonic()
         page.click(".lm-MenuBar-itemLabel:text-is('Run')")
         page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
-        page.wait_for_selector(
-            ".jp-Notebook-ExecutionIndicator[data-status='busy']", timeout=30_000
-        )
-        page.wait_for_selector(
-            ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=limit * 1000
-        )
+        page.wait_for_selector(BUSY, timeout=30_000)
+        try:
+            page.wait_for_selector(IDLE, timeout=limit * 1000)
+        except Exception:
+            shot = Path(tempfile.gettempdir()) / f"browser-{chapter}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            raise AssertionError(f"{chapter} did not finish in {limit:g} s; see {shot}") from None
         seconds = time.monotonic() - started
         frames = [tuple(frame) for frame in page.evaluate("window.__frames")]
         static = page.locator(".jp-OutputArea-output.jp-RenderedImage img").count()
