@@ -202,6 +202,27 @@ def test_a_recorded_identity_rejects_a_later_process_with_that_number(
     assert alive(etcd)
 
 
+def test_an_older_record_without_a_boot_relative_start_falls_back_to_kwokctls_files(
+    fake: FakeComponents,
+) -> None:
+    """A record written before starts were kept in ticks since boot holds only the wall-clock
+    start, which drifts with the boot time: when it disagrees, kwok.yaml and the pid file decide
+    (the process runs that binary and started before its pid file was written)."""
+    fake.add("etcd")
+    etcd = fake.start("etcd")
+    fake.cluster.record_identities()
+    recorded = fake.cluster.identities_file
+    document = json.loads(recorded.read_text())
+    del document["etcd"]["since_boot"]
+    document["etcd"]["started"] -= 3.0  # the boot time moved by more than the tolerance
+    recorded.write_text(json.dumps(document))
+
+    assert fake.cluster.running() == {"etcd": etcd.pid}
+    result = down(fake.cluster.home)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not alive(etcd), "down left a component of its own cluster running"
+
+
 def test_stop_component_leaves_a_stranger_alone(
     fake: FakeComponents, stranger: subprocess.Popen[bytes]
 ) -> None:

@@ -246,7 +246,12 @@ class LocalCluster:
     def _is_ours(self, component: str, now: Identity, recorded: Identity | None) -> bool:
         """Is the process ``now`` running as ``component``'s pid the one this cluster started?"""
         if recorded is not None and recorded.pid == now.pid:
-            return recorded.same_process(now)
+            if recorded.same_process(now):
+                return True
+            if recorded.since_boot is not None:
+                return False  # a start in ticks since boot cannot drift: another process
+            # An older record holds only the wall-clock start, which drifts with the
+            # boot time (see processes.py): let kwokctl's files decide, as below.
         # No record of this pid (a cluster started before we kept one, or a
         # process kwokctl started during a failed `up`): kwokctl's files decide.
         # Its component runs the binary kwok.yaml names, from this cluster's
