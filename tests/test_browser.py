@@ -16,6 +16,7 @@ Chromium binary.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -166,6 +167,40 @@ class Run:
         return best / window
 
 
+def wait_for_kernel(lab: str, chapter: str, timeout: float = 90) -> None:
+    """Until the server has an idle kernel for ``chapter`` (the page shows "idle" sooner)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with urllib.request.urlopen(f"{lab}/api/sessions?token={TOKEN}", timeout=5) as answer:
+            sessions = json.load(answer)
+        if any(
+            s["path"].endswith(chapter) and (s.get("kernel") or {}).get("execution_state") == "idle"
+            for s in sessions
+        ):
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"no idle kernel for {chapter} after {timeout:g} s: {sessions}")
+        time.sleep(0.2)  # a kernel starting announces nothing the test could wait on
+
+
+def run_all(page: Any, attempts: int = 3) -> None:
+    """Run > Run All Cells, until the kernel is busy.
+
+    Right after the page loads, the front end may not have connected to the kernel the
+    server already started; a click then runs nothing (every prompt stays ``[ ]:``) and
+    the kernel never turns busy. Nothing has run then, so clicking again is safe.
+    """
+    for attempt in range(1, attempts + 1):
+        page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+        page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+        try:
+            page.wait_for_selector(BUSY, timeout=15_000)
+            return
+        except Exception:
+            if attempt == attempts:
+                raise
+
+
 def run_chapter(browser: Any, lab: str, chapter: str, limit: float) -> Run:
     """Open ``chapter`` in JupyterLab, run all cells, watch until the kernel is idle again."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -173,11 +208,10 @@ def run_chapter(browser: Any, lab: str, chapter: str, limit: float) -> Run:
         # ?reset: a workspace with this notebook only, not the tabs an earlier test left open
         page.goto(f"{lab}/lab/tree/notebooks/{chapter}?reset&token={TOKEN}")
         page.wait_for_selector(IDLE, timeout=90_000)
+        wait_for_kernel(lab, chapter)
         page.evaluate(WATCH_FRAMES)
         started = time.monotonic()
-        page.click(".lm-MenuBar-itemLabel:text-is('Run')")
-        page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
-        page.wait_for_selector(BUSY, timeout=30_000)
+        run_all(page)
         try:
             page.wait_for_selector(IDLE, timeout=limit * 1000)
         except Exception:
