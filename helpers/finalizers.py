@@ -111,9 +111,10 @@ class FinalizingFooController(FooController):
         if is_being_deleted(foo):
             if has_finalizer(foo, FINALIZER):
                 self.records.delete(key)  # raises on failure: retried, the Foo waits
+                # Logged before the write: once it lands the Foo may be gone at once.
+                log.info("cleaned up after %s; removing our finalizer", key)
                 kept = [f for f in foo["metadata"]["finalizers"] if f != FINALIZER]
                 set_foo_finalizers(self.api, foo, kept)
-                log.info("cleaned up after %s and removed our finalizer", key)
             return
         if not has_finalizer(foo, FINALIZER):
             # First, so that no record can exist without a finalizer to clean it up.
