@@ -72,6 +72,7 @@ from helpers.leaderelection import (
     LeaderElector,
     LeaseLock,
 )
+from helpers.throttle import DEFAULT_BURST, DEFAULT_QPS, throttle
 
 log = logging.getLogger("helpers.program")
 
@@ -98,6 +99,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     connection.add_argument("--kubeconfig", help="path to a kubeconfig")
     connection.add_argument("--context", help="kubeconfig context (default: the current one)")
     connection.add_argument("--master", help="API server URL; overrides the kubeconfig's")
+    connection.add_argument("--kube-api-qps", type=_positive_float, default=DEFAULT_QPS,
+                            help="requests a second to the API server (5)")  # fmt: skip
+    connection.add_argument("--kube-api-burst", type=_positive_int, default=DEFAULT_BURST,
+                            help="requests at once above that rate (10)")  # fmt: skip
     work = parser.add_argument_group("work")
     work.add_argument("--namespace", default="", help="only this namespace (default: all)")
     work.add_argument("--workers", type=_positive_int, default=2, help="sync threads (2)")
@@ -138,6 +143,13 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
     return value
 
 
@@ -235,6 +247,8 @@ def connect(
             configuration.host = server = options.master.rstrip("/")
     configuration.retries = False  # fail fast; informers and the elector retry with backoff
     api = kubernetes.client.ApiClient(configuration)
+    # Paced as client-go paces sample-controller: a token per request, Retry-After obeyed.
+    throttle(api, options.kube_api_qps, options.kube_api_burst)
     kube.probe(api, context, server, timeout=kube.PROBE_TIMEOUT_SECONDS)
     return api
 
