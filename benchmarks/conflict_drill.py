@@ -17,7 +17,10 @@ cluster's version), built by the caller; give its path with --sample-controller.
 Needs the local control plane (``make up``; KUBECONFIG as
 ``python -m helpers.cluster kubeconfig`` prints).
 
-Run: .venv/bin/python benchmarks/conflict_drill.py [--foos 20] [--restarts 3]
+Our program paces its client as client-go does by default (``--kube-api-qps 5
+--kube-api-burst 10``, Retry-After obeyed), so both run with the same pacing.
+
+Run: PYTHONPATH=. .venv/bin/python benchmarks/conflict_drill.py [--foos 20] [--restarts 3]
          [--sample-controller PATH] [--repeat 3]
 """
 
