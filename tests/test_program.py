@@ -366,7 +366,7 @@ def test_shutdown_signals_are_blocked_in_every_thread(
 ) -> None:
     """SIGTERM and SIGINT are blocked in every thread but the one waiting for them in
     sigwait (which unblocks them while it waits). With a signal.signal handler instead, about
-    one SIGTERM in six sent as the workers started was lost (the main thread slept on a lock
+    one SIGTERM in ten sent as the workers started was lost (the main thread slept on a lock
     the signal did not wake)."""
     run = ControllerRun(program_args(namespace, identity="masked"), name="masked")
     runs.append(run)
