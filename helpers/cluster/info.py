@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,9 +53,15 @@ def describe(kubeconfig: str | Path | None = None, context: str | None = None) -
     )
 
 
+WITHOUT_ETCD = "CFS_WITHOUT_ETCD"
+"""Set to 1, the course acts as on kind or a cluster of your own: no direct etcd access, even on
+the local control plane. That is how ``make test`` proves every chapter runs on such clusters."""
+
+
 def etcd_url_for(backend: str, home: CourseHome, cluster_name: str) -> str | None:
-    """Where etcd answers directly, or None: only the local control plane exposes it."""
-    if backend != "local":
+    """Where etcd answers directly, or None: only the local control plane exposes it (and not
+    when :data:`WITHOUT_ETCD` withholds it)."""
+    if backend != "local" or os.environ.get(WITHOUT_ETCD, "") not in ("", "0"):
         return None
     return LocalCluster(home, cluster_name).etcd_url
 
