@@ -312,6 +312,41 @@ def raw_get(api: kubernetes.client.ApiClient, path: str, **query: str) -> str:
     return response.data.decode()
 
 
+def ensure_namespace(api: kubernetes.client.ApiClient, name: str) -> str:
+    """Make sure namespace ``name`` exists (create it if missing); returns its name.
+
+    For exercises: after "Run All" the chapter's last cell has deleted its
+    namespace, and an exercise run later must not fail with a 404.
+    A namespace still being deleted is waited for, then created again.
+    """
+    from .waiting import wait_for
+
+    core = kubernetes.client.CoreV1Api(api)
+    try:
+        found = core.read_namespace(name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    else:
+        if found.metadata.deletion_timestamp is None:
+            return name
+        wait_for(
+            core.list_namespace,
+            lambda namespaces: name not in namespaces,
+            what=f"namespace {name} to finish deleting",
+            timeout=120,
+            field_selector=f"metadata.name={name}",
+        )
+    try:
+        core.create_namespace(
+            {"metadata": {"name": name, "labels": {"course": "controllers-from-scratch"}}}
+        )
+    except ApiException as exc:
+        if exc.status != 409:  # created meanwhile (another cell, another kernel): fine
+            raise
+    return name
+
+
 def fresh_namespace(api: kubernetes.client.ApiClient, name: str, *, timeout: float = 120) -> str:
     """Create namespace ``name``; a leftover from an interrupted run is deleted first."""
     from .waiting import wait_for

@@ -14,9 +14,11 @@ import shutil
 import stat
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
+import kubernetes
 import pytest
 import yaml
 
@@ -192,3 +194,20 @@ def test_kubeconfigs_the_course_writes_are_private(tmp_path: Path) -> None:
 
     assert path.read_text() == "secret"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.cluster
+def test_ensure_namespace_brings_back_a_deleted_namespace(api: kubernetes.client.ApiClient) -> None:
+    """An exercise run after "Run All" finds its namespace deleted by the last cell."""
+    core = kubernetes.client.CoreV1Api(api)
+    name = f"t-ensure-{uuid.uuid4().hex[:6]}"
+    try:
+        assert kube.ensure_namespace(api, name) == name
+        assert kube.ensure_namespace(api, name) == name  # already there: left alone
+        core.delete_namespace(name)  # still terminating when ensure_namespace looks
+        kube.ensure_namespace(api, name)
+        found = core.read_namespace(name)
+        assert found.metadata.deletion_timestamp is None
+        assert found.metadata.labels["course"] == "controllers-from-scratch"
+    finally:
+        core.delete_namespace(name)
