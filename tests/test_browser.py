@@ -201,6 +201,46 @@ def run_all(page: Any, attempts: int = 3) -> None:
                 raise
 
 
+def cluster_state(chapter: str) -> str:
+    """What the chapter's namespace holds, for a failure message: a cell that timed out waiting
+    on the cluster says only what it waited for; this says where the chain stopped."""
+    import kubernetes
+
+    from helpers import kube
+
+    api = kube.connect()
+    core, apps = kubernetes.client.CoreV1Api(api), kubernetes.client.AppsV1Api(api)
+    custom = kubernetes.client.CustomObjectsApi(api)
+    prefix = f"ch{chapter[:2]}-"
+    lines = []
+    for ns in core.list_namespace().items:
+        name = ns.metadata.name
+        if not name.startswith(prefix):
+            continue
+        lines.append(f"namespace {name}:")
+        foos = custom.list_namespaced_custom_object(
+            "samplecontroller.k8s.io", "v1alpha1", name, "foos"
+        )["items"]
+        for foo in foos:
+            lines.append(f"  Foo {foo['metadata']['name']} spec={foo.get('spec')} "
+                         f"status={foo.get('status')}")  # fmt: skip
+        for d in apps.list_namespaced_deployment(name).items:
+            lines.append(f"  Deployment {d.metadata.name} replicas={d.spec.replicas} "
+                         f"available={d.status.available_replicas}")  # fmt: skip
+        for pod in core.list_namespaced_pod(name).items:
+            ready = [c.status for c in pod.status.conditions or [] if c.type == "Ready"]
+            lines.append(f"  Pod {pod.metadata.name} {pod.status.phase} "
+                         f"node={pod.spec.node_name} ready={ready}")  # fmt: skip
+        events = sorted(
+            core.list_namespaced_event(name).items,
+            key=lambda e: str(e.last_timestamp or e.event_time or ""),
+        )
+        for event in events[-15:]:
+            lines.append(f"  Event {event.type} {event.reason} {event.involved_object.kind}/"
+                         f"{event.involved_object.name}: {event.message}")  # fmt: skip
+    return "\n".join(lines) or f"no namespace {prefix}*"
+
+
 def run_chapter(browser: Any, lab: str, chapter: str, limit: float) -> Run:
     """Open ``chapter`` in JupyterLab, run all cells, watch until the kernel is idle again."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -236,7 +276,9 @@ def test_chapter_06_timeline_moves_while_the_kernel_works(browser: Any, lab: str
         f"chapter 06 in JupyterLab: {run.seconds:.0f} s, {len(run.busy_frames())} timeline "
         f"frames while busy, at best {run.best_rate():.1f}/s, {run.static_images} static images"
     )
-    assert run.errors == [], f"error output in the chapter: {run.errors[0][:500]}"
+    if run.errors:
+        state = cluster_state("06")
+        pytest.fail(f"error output in the chapter: {run.errors[0][:500]}\n{state}")
     assert len(run.busy_frames()) >= 20, "the timeline did not move while the cells ran"
     assert run.best_rate() >= 4, f"at best {run.best_rate():.1f} frames a second"
     assert run.static_images >= 10, "each timeline should be left as a static PNG"
@@ -247,6 +289,8 @@ def test_chapter_04_queue_plot_moves_while_the_kernel_works(browser: Any, lab: s
     """Chapter 04's check, once a manual script (tests/manual/jupyterlab_widget.py)."""
     run = run_chapter(browser, lab, "04_workqueue.ipynb", limit=150)
     print(f"chapter 04 in JupyterLab: {len(run.busy_frames())} queue plot frames while busy")
-    assert run.errors == [], f"error output in the chapter: {run.errors[0][:500]}"
+    if run.errors:
+        state = cluster_state("04")
+        pytest.fail(f"error output in the chapter: {run.errors[0][:500]}\n{state}")
     assert len(run.busy_frames()) >= 3, "the queue plot did not move while the burst ran"
     assert run.static_images >= 2
