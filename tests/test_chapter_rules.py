@@ -61,3 +61,22 @@ def test_chapter_works_in_its_own_namespace_and_deletes_it(path: Path) -> None:
     code = _code_cells(path)
     assert any("fresh_namespace(" in source for source in code[:8]), "namespace near the top"
     assert any("delete_namespace(" in source for source in code[-2:]), "cleanup at the end"
+
+
+MAIN_LINE_LIMIT = 40
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_main_line_code_cells_are_short(path: Path) -> None:
+    """A reader meets no code cell longer than 40 lines; longer ones hold production details
+    and are collapsed (``jupyter.source_hidden``), still exported, with a sentence before them
+    saying what they do."""
+    cells = json.loads(path.read_text())["cells"]
+    long = [
+        f"cell {index}: {len(''.join(cell['source']).splitlines())} lines"
+        for index, cell in enumerate(cells)
+        if cell["cell_type"] == "code"
+        and not cell.get("metadata", {}).get("jupyter", {}).get("source_hidden")
+        and len("".join(cell["source"]).splitlines()) > MAIN_LINE_LIMIT
+    ]
+    assert long == [], f"collapse these or split them: {long}"
