@@ -37,10 +37,12 @@ the smallest period asked for before ``start()`` (client-go
 
 How this differs from client-go:
 
-* DeltaFIFO (client-go up to v0.32) keeps one queue entry per key and merges
-  deltas for the same key; RealFIFO (v0.33+, the only choice since v0.36) keeps
-  every delta in order. Ours is RealFIFO-like: in order, no merging. Unlike
-  both, it holds objects, not keys, and has no ``knownObjects``: the tombstones
+* DeltaFIFO (client-go up to v0.32) keeps one queue entry per key, which
+  holds every delta of that key in order (it drops only a second delete in a
+  row), so a consumer gets a key's whole history at once; RealFIFO (v0.33+, the
+  only choice since v0.36) is a flat list of single deltas in arrival order.
+  Ours is RealFIFO-like: in order, nothing dropped. Unlike DeltaFIFO it has no
+  ``knownObjects``: the tombstones
   for a re-list are computed when the ``ReplacedAll`` delta is applied, against
   the cache at that moment, which is exactly when the cache learns the truth.
 * Resync is done by the processing thread itself on a clock deadline, instead
@@ -51,8 +53,10 @@ How this differs from client-go:
   default (``HandleCrash``).
 * ``wait_for_cache_sync`` blocks on a Condition that the informer notifies;
   client-go's ``WaitForCacheSync`` polls ``HasSynced`` every 100 ms.
-* ``transform`` defaults to stripping managedFields (client-go's default is
-  no transform) and runs while a LIST is decoded, not after.
+* ``transform`` defaults to stripping managedFields. client-go has no
+  default transform and no ready-made one for this, only the hook
+  (``SetTransform``); controller-runtime's cache offers
+  ``TransformStripManagedFields``. Ours runs while a LIST is decoded, not after.
 * No cache mutation detector, no watch-error handler hook.
 """
 
@@ -129,8 +133,11 @@ class Delta:
 def strip_managed_fields(obj: Any) -> Any:
     """Drop ``metadata.managedFields`` (server-side apply bookkeeping) from a cached object.
 
-    client-go: ``cache.TransformStripManagedFields``, used with
-    ``SetTransform``. Controllers almost never read managedFields, and they are
+    client-go has the hook (``SharedIndexInformer.SetTransform``) but no
+    such function; controller-runtime's cache has it ready-made
+    (``cache.TransformStripManagedFields``).
+
+    Controllers almost never read managedFields, and they are
     often the largest part of a small object: dropping them roughly halves the
     memory of a cache of ConfigMaps. The reflector runs it on each object as it
     is decoded, so cache and handlers see the same, smaller object.
@@ -452,8 +459,9 @@ class SharedInformer:
     LIST/WATCH loop, ``self.fifo`` the queue between them.
 
     ``transform`` runs on every object before it is cached or handed to
-    handlers. The default, :func:`strip_managed_fields`, is the transform most
-    controllers set in client-go; client-go's own default is none. Pass
+    handlers. The default is :func:`strip_managed_fields`; client-go has no default
+    (only the ``SetTransform`` hook), and controller-runtime's cache offers the
+    same as ``TransformStripManagedFields``. Pass
     ``transform=None`` to keep objects exactly as the API server sent them.
     """
 
