@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 
 import psutil
 import urllib3
@@ -57,9 +58,18 @@ def kill_component(cluster: LocalCluster, component: str, timeout: float = 30) -
     process.wait(timeout)
 
 
-def restart_api_server(cluster: LocalCluster) -> None:
-    """Kill kube-apiserver, start it again, wait for /readyz, revive what gave up meanwhile."""
-    kill_component(cluster, "kube-apiserver")
-    cluster.start_component("kube-apiserver")
-    wait_until_api_ready(cluster)
-    cluster.revive()  # as a kubelet would: components that exited meanwhile
+def restart_api_server(
+    cluster: LocalCluster, while_down: Callable[[], None] = lambda: None, *, graceful: bool = False
+) -> None:
+    """Kill kube-apiserver (SIGKILL; ``graceful``: SIGTERM and wait), run ``while_down``, start
+    it again, wait for /readyz, and revive what gave up meanwhile."""
+    if graceful:
+        cluster.stop_component("kube-apiserver")
+    else:
+        kill_component(cluster, "kube-apiserver")
+    try:
+        while_down()
+    finally:
+        cluster.start_component("kube-apiserver")
+        wait_until_api_ready(cluster)
+        cluster.revive()  # as a kubelet would: components that exited meanwhile

@@ -17,21 +17,17 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import kubernetes
 import pytest
-import urllib3
-from kubernetes.client.exceptions import ApiException
 
-from helpers import kube
 from helpers.cluster.info import describe
 from helpers.cluster.local import LocalCluster
-from helpers.cluster.paths import CourseHome
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
-from helpers.errors import CourseError
 from helpers.leaderelection import JITTER_FACTOR, LEASE_DURATION, RETRY_PERIOD
 from helpers.waiting import wait_for
+from tests import cluster_faults
 from tests.program_harness import (
     ControllerRun,
     assert_never_two_leaders,
@@ -137,39 +133,17 @@ def test_sigterm_hands_over_at_once_with_default_durations(
 # --- the API server goes away ----------------------------------------------------------------
 
 
+def restart_api_server(
+    cluster: LocalCluster, while_down: Callable[[], None] = lambda: None
+) -> None:
+    """Stop kube-apiserver as a kubelet would (SIGTERM), run ``while_down``, start it again."""
+    cluster_faults.restart_api_server(cluster, while_down, graceful=True)
+
+
 def local_cluster() -> LocalCluster:
-    info = describe()
-    if info.backend != "local":
+    if describe().backend != "local":
         pytest.skip("stopping the API server needs the local control plane")
-    return LocalCluster(CourseHome.from_environment(), info.context.removeprefix("kwok-"))
-
-
-def restart_api_server(cluster: LocalCluster, while_down: callable = lambda: None) -> None:
-    """Stop kube-apiserver, run ``while_down``, start it again and wait until it answers."""
-    cluster.stop_component("kube-apiserver")
-    try:
-        while_down()
-    finally:
-        cluster.start_component("kube-apiserver")
-        wait_until_api_answers(cluster)
-        cluster.revive()  # as a kubelet would: components that gave up meanwhile
-
-
-def wait_until_api_answers(cluster: LocalCluster, timeout: float = 60) -> None:
-    """Ask /readyz until it says ok: a starting process announces nothing to wait on.
-
-    /version answers before every path is installed (a Foo created then gets 503); /readyz
-    waits for the post-start hooks, CRDs included.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if kube.raw_get(kube.connect(cluster.kubeconfig, probe_timeout=2), "/readyz") == "ok":
-                return
-        except (CourseError, ApiException, urllib3.exceptions.HTTPError):
-            pass
-        assert time.monotonic() < deadline, "the API server did not come back"
-        time.sleep(0.25)
+    return cluster_faults.local_cluster()
 
 
 def test_leader_survives_a_short_api_server_restart(

@@ -68,6 +68,32 @@ def create_nodes(api: kubernetes.client.ApiClient, cluster_name: str, timeout: f
     wait_for(core.list_node, all_ready, what="kwok to mark the nodes Ready", timeout=timeout)
 
 
+def wait_for_controllers(api: kubernetes.client.ApiClient, timeout: float) -> None:
+    """Wait until kube-controller-manager and kube-scheduler lead and work.
+
+    The API server answers seconds before they have synced their caches: a chapter
+    started at once would wait for a Pod nobody schedules yet. Each holds its Lease in
+    kube-system once it leads, and the service-account controller makes the ``default``
+    ServiceAccount (which every Pod needs) once the controllers run.
+    """
+    leases = kubernetes.client.CoordinationV1Api(api)
+    core = kubernetes.client.CoreV1Api(api)
+
+    def held(found: dict[str, dict[str, Any]]) -> bool:
+        wanted = ("kube-controller-manager", "kube-scheduler")
+        return all(((found.get(n) or {}).get("spec") or {}).get("holderIdentity") for n in wanted)
+
+    wait_for(
+        leases.list_namespaced_lease, held, what="the controller manager and the scheduler to lead",
+        timeout=timeout, namespace="kube-system",
+    )  # fmt: skip
+    wait_for(
+        core.list_namespaced_service_account, lambda found: "default" in found,
+        what="the controllers to make the default ServiceAccount", timeout=timeout,
+        namespace="default",
+    )  # fmt: skip
+
+
 def _is_ready(node: dict[str, Any] | None) -> bool:
     conditions = ((node or {}).get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

@@ -395,6 +395,8 @@ class LocalCluster:
         with step("creating nodes and installing the Foo CRD"):
             bootstrap.create_nodes(api, self.name, NODES_READY_TIMEOUT_SECONDS)
             bootstrap.install_foo_crd(api, NODES_READY_TIMEOUT_SECONDS)
+        with step("waiting for the controller manager and the scheduler"):
+            bootstrap.wait_for_controllers(api, NODES_READY_TIMEOUT_SECONDS)
 
     def _write_kwokctl_config(self, binaries: dict[str, Path]) -> Path:
         options = {
