@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import threading
 import time
 from collections import deque
@@ -410,15 +411,25 @@ class QueueMonitor:
         levels, totals = self._figure.axes
         for name, line in self._lines.items():
             line.set_data(at, series[name])
+        # A retry shows where it joined the line: at the depth of the first sample that counted it.
+        pairs = itertools.pairwise(samples)
+        marks = [(now.at, now.depth) for was, now in pairs if now.retries > was.retries]
+        self._retry_marks.set_data([m[0] for m in marks], [m[1] for m in marks])
+        if self._in_flight_fill is not None:
+            self._in_flight_fill.remove()
+        self._in_flight_fill = self._strip.fill_between(
+            at, series["in_flight"], step="post", color="tab:orange", alpha=0.35, lw=0
+        )
         # Limits set by hand: every sample inside, zero at the bottom, room above the top.
         right = max(at[-1] if at else 0.0, self.live.interval)
-        highest_level = max([self.workers or 0, *series["depth"], *series["in_flight"]])
+        ceiling = max([self.workers or 0, *series["in_flight"]])
         for axes, top in [
-            (levels, highest_level),
+            (levels, max([0, *series["depth"]])),
             (totals, max([0, *series["adds"], *series["retries"]])),
+            (self._strip, ceiling),
         ]:
             axes.set_xlim(0, right)
-            axes.set_ylim(0, max(top, 1) * 1.08)
+            axes.set_ylim(0, max(top, 1) * (1.35 if axes is self._strip else 1.08))
         last = samples[-1] if samples else Sample(0.0, 0, 0, 0, 0)
         self._title.set_text(
             f"workqueue {self.queue.name!r}: depth {last.depth}, in flight {last.in_flight}, "
@@ -426,24 +437,43 @@ class QueueMonitor:
         )
 
     def _build_figure(self) -> None:
-        """Axes and lines made once; _draw() only moves their data (a redraw costs ~50 ms)."""
+        """Axes and lines made once; _draw() only moves their data (a redraw costs ~50 ms).
+
+        Left, the depth (keys waiting) with a red mark where a retry joined the line; under it,
+        a strip of its own for the items in flight, scaled to the workers, so that a handful of
+        busy workers stays visible beside a queue 150 deep (on one axis they would be a line
+        along the bottom, hidden under the workers' ceiling). Right, the totals so far.
+        """
         figure = Figure(figsize=(9, 3.8), dpi=72)
         FigureCanvasAgg(figure)
-        figure.subplots_adjust(left=0.07, right=0.98, bottom=0.26, top=0.84, wspace=0.2)
         levels, totals = figure.subplots(1, 2)
+        levels.set_position((0.07, 0.47, 0.41, 0.38))
+        totals.set_position((0.57, 0.17, 0.41, 0.68))
+        # A child axes: drawn with `levels`, but not one of figure.axes (two panels, as before).
+        strip = levels.inset_axes((0.07, 0.17, 0.41, 0.2), transform=figure.transFigure)
         self._lines = {
             "depth": levels.step([], [], where="post", label="depth (waiting)")[0],
-            "in_flight": levels.step([], [], where="post", label="in flight")[0],
+            "in_flight": strip.step([], [], where="post", color="tab:orange", lw=2)[0],
             "adds": totals.plot([], [], label="adds (total)")[0],
-            "retries": totals.plot([], [], label="retries (total)")[0],
+            "retries": totals.plot([], [], color="tab:red", label="retries (total)")[0],
         }
+        self._retry_marks = levels.plot(
+            [], [], "v", color="tab:red", ms=5, ls="none", label="a retry joins the line"
+        )[0]
+        self._in_flight_fill: Any = None
+        strip_title = "in flight"
         if self.workers is not None:
-            ceiling = f"{self.workers} workers"
-            levels.axhline(self.workers, color="grey", linestyle="--", lw=1, label=ceiling)
-        levels.set(xlabel="seconds", ylabel="items", title="now")
+            strip.axhline(self.workers, color="grey", linestyle="--", lw=1, zorder=1)
+            strip.set_yticks(sorted({0, self.workers}))
+            strip_title = f"in flight (dashed: the {self.workers} workers, the most there can be)"
+        strip.set_title(strip_title, fontsize=9, loc="left")
+        levels.tick_params(labelbottom=False)
+        levels.set(ylabel="items", title="now")
+        strip.set(xlabel="seconds")
         totals.set(xlabel="seconds", ylabel="items", title="so far")
-        for axes in (levels, totals):  # below the axes, where no curve can hide behind them
-            axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=3, frameon=False)
+        levels.legend(loc="upper right", fontsize=8, frameon=False)
+        totals.legend(loc="upper left", fontsize=8, frameon=False)
+        self._strip = strip
         self._title = figure.suptitle("")
         self._figure = figure
 
