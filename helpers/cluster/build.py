@@ -62,10 +62,13 @@ class GoComponent:
     # A module's root package builds a binary named after the module's last
     # path element ("v3" for etcd); name it explicitly when that is unhelpful.
     single_binary_name: str | None = None
+    # Where the wrapper module lives, when not in ``cluster/go/<name>`` (the
+    # benchmarks keep theirs beside the Python benchmarks, in benchmarks/go).
+    directory: Path | None = None
 
     @property
     def source_dir(self) -> Path:
-        return GO_MODULES_DIR / self.name
+        return self.directory or GO_MODULES_DIR / self.name
 
     def version(self) -> str:
         """The pinned version of ``module``, read from the wrapper's go.mod."""
