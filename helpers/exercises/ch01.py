@@ -3,7 +3,10 @@
 Each check runs against the real cluster: exercise 1 runs the learner's watch
 generator, exercise 2 makes a resourceVersion expire for real (etcd compaction
 of PodTemplates, which have no watch cache on the course's clusters), and
-exercise 3 counts the requests of a real list+watch loop.
+exercise 3 counts the requests of a real list+watch loop. Each check brings
+the chapter's namespace back first (after "Run All" its last cell deleted it).
+On a cluster without etcd access exercise 2 cannot make a version expire, and
+its check says so instead of judging.
 """
 
 from __future__ import annotations
@@ -16,12 +19,20 @@ from typing import Any
 
 import kubernetes
 
+from .. import kube
 from ..cluster.info import describe
 from ..etcd import EtcdClient
 from ..request_log import RequestLog
 from . import Verdict, correct, not_attempted, wrong
 
 WATCH_DEADLINE_SECONDS = 15.0
+
+
+class CannotCheck(Verdict):
+    """A check that cannot judge on this cluster: it says so, and why, instead of a verdict."""
+
+    def __str__(self) -> str:
+        return f"? Exercise {self.exercise}: {self.detail}"
 
 
 def _configmaps(namespace: str) -> str:
@@ -36,6 +47,7 @@ def check_1(
     """``watch_from(api, path, resource_version, timeout_seconds)`` yields (type, name)."""
     if watch_from is None:
         return not_attempted("1", "set watch_from to your generator function")
+    kube.ensure_namespace(api, namespace)
     core = kubernetes.client.CoreV1Api(api)
     version = core.list_namespaced_config_map(namespace).metadata.resource_version
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "exercise-w"}})
@@ -56,13 +68,25 @@ def check_1(
     worker.start()
     worker.join(WATCH_DEADLINE_SECONDS)
     if worker.is_alive():
-        return wrong("1", f"it did not end within {WATCH_DEADLINE_SECONDS:.0f} s of a 2 s watch")
+        return wrong(
+            "1",
+            f"it did not end within {WATCH_DEADLINE_SECONDS:.0f} s of a 2 s watch: did you pass "
+            "timeoutSeconds to the server, and stop when the response has no more lines?",
+        )
     if failure:
-        return wrong("1", f"it raised {type(failure[0]).__name__}: {failure[0]}")
+        return wrong(
+            "1",
+            f"it raised {type(failure[0]).__name__}: {failure[0]} (run your function by hand on "
+            "the chapter's PATH to see where)",
+        )
     ours = [tuple(item) for item in seen if len(item) == 2 and item[1] == "exercise-w"]
     expected = [("ADDED", "exercise-w"), ("MODIFIED", "exercise-w"), ("DELETED", "exercise-w")]
     if ours != expected:
-        return wrong("1", f"for ConfigMap exercise-w it yielded {ours}, not {expected}")
+        return wrong(
+            "1",
+            f"for ConfigMap exercise-w it yielded {ours}; the server sent three events for it "
+            "(created, changed, deleted): yield one (type, name) pair for each",
+        )
     return correct("1", f"three events, stream ended after {time.monotonic() - started:.0f} s")
 
 
@@ -111,13 +135,26 @@ def check_2(
     """``(code, reason)`` of the Status in the ERROR event of an expired watch."""
     if answer is None:
         return not_attempted("2", "set answer_2 to a tuple such as (404, 'NotFound')")
+    try:
+        code, reason = answer
+    except (TypeError, ValueError):
+        return wrong("2", "answer_2 should be a tuple of two: (a number, a reason like 'NotFound')")
     if describe().etcd_url is None:
-        return not_attempted("2", "this check compacts etcd, which only the local cluster exposes")
+        return CannotCheck(
+            "2",
+            "not attempted yet",
+            "can't check this on a cluster without etcd access (a real 410 needs an etcd "
+            "compaction); compare your answer with the chapter's 410 section",
+        )
+    kube.ensure_namespace(api, namespace)
     status = _expired_watch(api, namespace)
     expected = (status["code"], status["reason"])
-    code, reason = answer
     if code != expected[0]:
-        return wrong("2", f"the code is not {code}")
+        return wrong(
+            "2",
+            f"the code is not {code}: it is the HTTP status the same error has when it is the "
+            "answer to a request",
+        )
     if reason != expected[1]:
         return wrong("2", f"the reason is not {reason!r} (that may be the HTTP reason phrase)")
     return correct("2", f"{expected[0]} {expected[1]}: {status['message']}")
@@ -127,6 +164,7 @@ def check_3(answer: int | None, api: kubernetes.client.ApiClient, namespace: str
     """Requests made by a list+watch loop running 6 s with timeoutSeconds=2."""
     if answer is None:
         return not_attempted("3", "set answer_3 to a number of requests")
+    kube.ensure_namespace(api, namespace)
     path = _configmaps(namespace)
     deadline = time.monotonic() + 6
     with RequestLog(api) as log:
@@ -150,5 +188,9 @@ def check_3(answer: int | None, api: kubernetes.client.ApiClient, namespace: str
                 version = json.loads(line)["object"]["metadata"]["resourceVersion"]
             response.release_conn()
     if answer != len(log):
-        return wrong("3", f"{answer} is not what the loop made; count the list too")
+        return wrong(
+            "3",
+            f"{answer} is not what the loop made: count the list too, and a new watch each time "
+            "one ends (when does the last one start?)",
+        )
     return correct("3", f"{len(log)} requests: one list, then one watch every 2 s")
