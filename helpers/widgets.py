@@ -472,7 +472,7 @@ class QueueMonitor:
         strip.set(xlabel="seconds")
         totals.set(xlabel="seconds", ylabel="items", title="so far")
         levels.legend(loc="upper right", fontsize=8, frameon=False)
-        totals.legend(loc="upper left", fontsize=8, frameon=False)
+        totals.legend(loc="center right", fontsize=8, frameon=False)
         self._strip = strip
         self._title = figure.suptitle("")
         self._figure = figure
