@@ -79,10 +79,23 @@ def check_2(limiter: RateLimiter | None) -> Verdict:
     """A limiter whose delays for one failing key are ``SCHEDULE_2``, per key, reset by forget."""
     if limiter is None:
         return not_attempted("2", "set limiter_2 to a rate limiter")
+    if not all(callable(getattr(limiter, name, None)) for name in ("when", "forget")):
+        return wrong(
+            "2",
+            f"limiter_2 is a {type(limiter).__name__}, not a rate limiter: build one from this "
+            "chapter's classes (it needs when() and forget())",
+        )
     delays = [limiter.when("shop/web") for _ in SCHEDULE_2]
     for failure, (got, want) in enumerate(zip(delays, SCHEDULE_2, strict=True), start=1):
         if not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
-            return wrong("2", f"failure {failure} waits {got:g} s, not {want:g} s")
+            hint = (
+                "the first eight delays, 0.2 s three times and then 10 s, are what a fast-slow "
+                "limiter gives"
+                if failure <= 8
+                else "from the 9th failure on the delays double up to a cap, as an exponential "
+                "limiter's do: which base delay reaches 12.8 s at the 9th failure?"
+            )
+            return wrong("2", f"failure {failure} waits {got:g} s, not {want:g} s; hint: {hint}")
     other = limiter.when("shop/db")
     if not math.isclose(other, SCHEDULE_2[0]):
         return wrong("2", f"another key's first failure waits {other:g} s: the schedule is per key")
