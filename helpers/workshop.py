@@ -1,0 +1,378 @@
+"""A shared cluster for a workshop: attendees with namespaces of their own and nothing more.
+
+``python -m helpers.workshop up --attendees alice,bob`` (or ``--count 12``)
+prepares one cluster (the course's own, or any cluster the kubeconfig names)
+for several people at once:
+
+* once: the Foo CRD with the status fields chapter 06 adds (attendees may not
+  change a CRD, which is cluster-wide), a ClusterRole that lets attendees read
+  what the chapters read at the cluster scope (Nodes, CRDs, the default
+  ClusterRoles), a Role in ``kube-system`` to read the controller manager's
+  Lease (chapter 08), and the namespace ``cfs-workshop`` for the attendees'
+  ServiceAccounts (out of their reach);
+* per attendee: one namespace per chapter (``alice-ch04-workqueue``, ...), a
+  ServiceAccount, a Role and RoleBinding in each of those namespaces allowing
+  everything there and nothing elsewhere, and a kubeconfig file with a token
+  for that ServiceAccount whose context namespace is their chapter 00
+  namespace; that is how :func:`helpers.kube.attendee` recognises attendee
+  mode (``CFS_ATTENDEE=alice`` does the same).
+
+``python -m helpers.workshop down`` removes all of it (``--attendees`` some).
+Everything made carries the label :data:`helpers.kube.WORKSHOP_LABEL`, so a
+tear-down finds it again and an attendee's emptying of a namespace keeps it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from .cluster.bootstrap import install_foo_crd
+from .errors import CourseError
+from .kube import WORKSHOP_LABEL, connect
+
+ROOT = Path(__file__).resolve().parents[1]
+FACILITATOR_NAMESPACE = "cfs-workshop"
+ATTENDEE_LABEL = "controllers-from-scratch/attendee"
+CLUSTER_ROLE = "cfs-workshop-attendee"
+LEASE_ROLE = "cfs-workshop-read-controller-lease"
+ROLE = "cfs-attendee"
+DEFAULT_TOKEN_HOURS = 48
+# Read-only, cluster-wide: what chapters 00, 05, 06 and 07 read (no Secrets, no other namespaces).
+CLUSTER_RULES = [
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["apiextensions.k8s.io"],
+        "resources": ["customresourcedefinitions"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {
+        "apiGroups": ["rbac.authorization.k8s.io"],
+        "resources": ["clusterroles"],
+        "verbs": ["get", "list"],
+    },
+]
+# Everything inside the attendee's own namespaces (they play cluster admin there).
+NAMESPACE_RULES = [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
+_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def chapter_namespaces(notebooks: Path = ROOT / "notebooks") -> list[str]:
+    """Each chapter's namespace, as its setup cell names it (``fresh_namespace(api, "...")``)."""
+    found = []
+    for path in sorted(notebooks.glob("0*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        source = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")
+        match = re.search(r'fresh_namespace\(api, "([-a-z0-9]+)"\)', source)
+        if match:
+            found.append(match[1])
+    return found
+
+
+def check_attendee_name(name: str, longest: int) -> str:
+    """``name`` if it can prefix every chapter namespace; else a CourseError saying why not."""
+    if not _NAME.match(name) or len(name) + 1 + longest > 63:
+        raise CourseError(
+            f"'{name}' cannot be an attendee's name: it must be lower-case letters, digits and "
+            f"'-', start with a letter and have at most {62 - longest} characters.",
+            "pick a name like 'alice' or 'attendee-07'.",
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Attendee:
+    """One attendee: their name and the namespaces that are theirs."""
+
+    name: str
+    namespaces: tuple[str, ...]
+
+    @property
+    def service_account(self) -> str:
+        return f"attendee-{self.name}"
+
+    @property
+    def subject(self) -> dict[str, str]:
+        return {
+            "kind": "ServiceAccount",
+            "name": self.service_account,
+            "namespace": FACILITATOR_NAMESPACE,
+        }
+
+
+def attendees_for(names: list[str], chapters: list[str] | None = None) -> list[Attendee]:
+    """The attendees called ``names``, each with one namespace per chapter."""
+    chapters = chapters if chapters is not None else chapter_namespaces()
+    longest = max(map(len, chapters), default=0)
+    if len(set(names)) != len(names):
+        raise CourseError("The attendees' names repeat.", "give each attendee a name of their own.")
+    return [
+        Attendee(check_attendee_name(name, longest), tuple(f"{name}-{c}" for c in chapters))
+        for name in names
+    ]
+
+
+def _labels(attendee: str | None = None) -> dict[str, str]:
+    labels = {WORKSHOP_LABEL: "attendee" if attendee else "facilitator"}
+    if attendee:
+        labels[ATTENDEE_LABEL] = attendee
+    return labels
+
+
+def _apply(api: kubernetes.client.ApiClient, document: dict[str, Any]) -> None:
+    """Server-side apply one object (create it, or make it so again)."""
+    dynamic = kubernetes.dynamic.DynamicClient(api)
+    resource = dynamic.resources.get(api_version=document["apiVersion"], kind=document["kind"])
+    dynamic.server_side_apply(
+        resource,
+        body=document,
+        name=document["metadata"]["name"],
+        namespace=document["metadata"].get("namespace"),
+        field_manager="controllers-from-scratch-workshop",
+        force_conflicts=True,
+    )
+
+
+def _rbac(kind: str, name: str, namespace: str | None, labels: dict[str, str],
+          **fields: Any) -> dict[str, Any]:  # fmt: skip
+    metadata: dict[str, Any] = {"name": name, "labels": labels}
+    if namespace:
+        metadata["namespace"] = namespace
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": metadata,
+            **fields}  # fmt: skip
+
+
+def _ref(kind: str, name: str) -> dict[str, str]:
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name}
+
+
+def shared_documents() -> list[dict[str, Any]]:
+    """What every attendee shares: their ServiceAccounts' namespace and the read-only roles."""
+    labels = _labels()
+    return [
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": FACILITATOR_NAMESPACE, "labels": labels}},
+        _rbac("ClusterRole", CLUSTER_ROLE, None, labels, rules=CLUSTER_RULES),
+        _rbac("Role", LEASE_ROLE, "kube-system", labels, rules=[{
+            "apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+            "resourceNames": ["kube-controller-manager"], "verbs": ["get"]}]),
+    ]  # fmt: skip
+
+
+def attendee_documents(attendee: Attendee) -> list[dict[str, Any]]:
+    """One attendee's ServiceAccount, namespaces, and the roles binding them to both."""
+    labels = _labels(attendee.name)
+    subject = [attendee.subject]
+    binding = f"cfs-workshop-{attendee.name}"
+    documents: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": attendee.service_account, "namespace": FACILITATOR_NAMESPACE,
+                      "labels": labels}},
+        _rbac("ClusterRoleBinding", binding, None, labels, subjects=subject,
+              roleRef=_ref("ClusterRole", CLUSTER_ROLE)),
+        _rbac("RoleBinding", binding, "kube-system", labels, subjects=subject,
+              roleRef=_ref("Role", LEASE_ROLE)),
+    ]  # fmt: skip
+    for namespace in attendee.namespaces:
+        documents += [
+            {"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": namespace, "labels": labels}},
+            _rbac("Role", ROLE, namespace, labels, rules=NAMESPACE_RULES),
+            _rbac("RoleBinding", ROLE, namespace, labels, subjects=subject,
+                  roleRef=_ref("Role", ROLE)),
+        ]  # fmt: skip
+    return documents
+
+
+def kubeconfig_for(
+    api: kubernetes.client.ApiClient, attendee: Attendee, token: str, server: str | None = None
+) -> dict[str, Any]:
+    """A self-contained kubeconfig: the cluster's CA inline, the token, the attendee's namespace."""
+    configuration = api.configuration
+    cluster: dict[str, Any] = {"server": server or configuration.host}
+    if configuration.ssl_ca_cert:
+        ca = Path(configuration.ssl_ca_cert).read_bytes()
+        cluster["certificate-authority-data"] = base64.b64encode(ca).decode()
+    elif not configuration.verify_ssl:
+        cluster["insecure-skip-tls-verify"] = True
+    context = f"cfs-{attendee.name}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "workshop", "cluster": cluster}],
+        "users": [{"name": attendee.name, "user": {"token": token}}],
+        "contexts": [{"name": context, "context": {
+            "cluster": "workshop", "user": attendee.name, "namespace": attendee.namespaces[0]}}],
+        "current-context": context,
+    }  # fmt: skip
+
+
+def up(
+    api: kubernetes.client.ApiClient,
+    attendees: list[Attendee],
+    out: Path,
+    *,
+    token_hours: int = DEFAULT_TOKEN_HOURS,
+    server: str | None = None,
+) -> list[Path]:
+    """Prepare the cluster for ``attendees``; returns their kubeconfig files (written to ``out``).
+
+    Idempotent: running it again with more names adds those attendees and
+    gives everyone fresh tokens.
+    """
+    from .reconcile import extend_foo_status
+
+    install_foo_crd(api, timeout=60)
+    extend_foo_status(api)  # chapter 06's fields, once for all: attendees cannot change a CRD
+    for document in shared_documents():
+        _apply(api, document)
+    out.mkdir(parents=True, exist_ok=True)
+    core = kubernetes.client.CoreV1Api(api)
+    written = []
+    for attendee in attendees:
+        for document in attendee_documents(attendee):
+            _apply(api, document)
+        token = core.create_namespaced_service_account_token(
+            attendee.service_account,
+            FACILITATOR_NAMESPACE,
+            {"spec": {"expirationSeconds": token_hours * 3600}},
+        ).status.token
+        path = out / f"{attendee.name}.kubeconfig"
+        path.write_text(yaml.safe_dump(kubeconfig_for(api, attendee, token, server)))
+        path.chmod(0o600)
+        written.append(path)
+    return written
+
+
+def down(api: kubernetes.client.ApiClient, names: list[str] | None = None) -> list[str]:
+    """Remove the attendees ``names`` (default: all, and the shared objects); returns what went.
+
+    Namespaces are deleted without waiting (the API server finishes that by
+    itself). With everyone gone the Foo CRD loses chapter 06's status fields
+    again, as after a chapter run on the course's own cluster.
+    """
+    selector = f"{ATTENDEE_LABEL} in ({','.join(names)})" if names else f"{WORKSHOP_LABEL}"
+    core = kubernetes.client.CoreV1Api(api)
+    rbac = kubernetes.client.RbacAuthorizationV1Api(api)
+    removed: list[str] = []
+
+    def gone(kind: str, delete: Any, *args: str) -> None:
+        try:
+            delete(*args)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        removed.append(f"{kind} {'/'.join(reversed(args))}")
+
+    for item in rbac.list_cluster_role_binding(label_selector=selector).items:
+        gone("ClusterRoleBinding", rbac.delete_cluster_role_binding, item.metadata.name)
+    for item in rbac.list_namespaced_role_binding("kube-system", label_selector=selector).items:
+        gone("RoleBinding", rbac.delete_namespaced_role_binding, item.metadata.name,
+             "kube-system")  # fmt: skip
+    for item in core.list_namespace(label_selector=selector).items:
+        if names and item.metadata.name == FACILITATOR_NAMESPACE:
+            continue
+        gone("Namespace", core.delete_namespace, item.metadata.name)
+    if names:
+        for name in names:
+            gone("ServiceAccount", core.delete_namespaced_service_account,
+                 f"attendee-{name}", FACILITATOR_NAMESPACE)  # fmt: skip
+        return removed
+    gone("ClusterRole", rbac.delete_cluster_role, CLUSTER_ROLE)
+    gone("Role", rbac.delete_namespaced_role, LEASE_ROLE, "kube-system")
+    from .reconcile import restore_foo_status
+
+    restore_foo_status(api)
+    removed.append("chapter 06's status fields from the Foo CRD")
+    return removed
+
+
+def namespaced_roles(documents: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
+    """``documents`` with ClusterRoles and their bindings turned into namespaced ones.
+
+    For chapter 08 in attendee mode: an attendee may not create cluster-wide
+    roles, and a controller run with ``--namespace`` needs its rights in that
+    namespace only, which a Role grants the same way.
+    """
+    changed = []
+    for document in documents:
+        document = json.loads(json.dumps(document))
+        if document["kind"] == "ClusterRole":
+            document["kind"] = "Role"
+            document["metadata"]["namespace"] = namespace
+        elif document["kind"] == "ClusterRoleBinding":
+            document["kind"] = "RoleBinding"
+            document["metadata"]["namespace"] = namespace
+            if document["roleRef"]["kind"] == "ClusterRole":
+                document["roleRef"]["kind"] = "Role"
+        changed.append(document)
+    return changed
+
+
+def _names(args: argparse.Namespace) -> list[str]:
+    if args.attendees:
+        return [name.strip() for name in args.attendees.split(",") if name.strip()]
+    if args.count:
+        return [f"{args.prefix}-{n:02d}" for n in range(1, args.count + 1)]
+    return []
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.workshop",
+        description="Prepare (up) or clear (down) a shared cluster for a workshop's attendees.",
+    )
+    parser.add_argument("--kubeconfig", help="the facilitator's kubeconfig (default: as kubectl)")
+    parser.add_argument("--context", help="the context to use (default: the current one)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    make = commands.add_parser("up", help="create attendees and write their kubeconfig files")
+    clear = commands.add_parser("down", help="remove attendees (all, and the shared objects)")
+    for command in (make, clear):
+        command.add_argument("--attendees", help="comma-separated names, e.g. alice,bob")
+    make.add_argument("--count", type=int, help="N attendees named PREFIX-01 .. PREFIX-N")
+    make.add_argument("--prefix", default="attendee", help="for --count (default: attendee)")
+    make.add_argument("--out", type=Path, default=Path("workshop"),
+                      help="folder for the kubeconfig files (default: ./workshop)")  # fmt: skip
+    make.add_argument("--token-hours", type=int, default=DEFAULT_TOKEN_HOURS,
+                      help=f"token lifetime (default: {DEFAULT_TOKEN_HOURS})")  # fmt: skip
+    make.add_argument("--server", help="API server URL attendees use, if not the facilitator's")
+    args = parser.parse_args(argv)
+    try:
+        api = connect(args.kubeconfig, args.context)
+        names = _names(args)
+        if args.command == "up":
+            if not names:
+                raise CourseError("No attendees named.", "add --attendees a,b,c or --count N.")
+            for path in up(api, attendees_for(names), args.out, token_hours=args.token_hours,
+                           server=args.server):  # fmt: skip
+                print(f"{path}  (for {path.stem}: export KUBECONFIG={path.resolve()})")
+            print(f"{len(names)} attendee(s) ready; hand each their kubeconfig file.")
+        else:
+            removed = down(api, names or None)
+            print(f"removed {len(removed)} object(s); namespaces finish deleting by themselves.")
+    except CourseError as exc:
+        print(f"error: {exc.problem}\nnext step: {exc.next_step}", file=sys.stderr)
+        return 2
+    except ApiException as exc:
+        from .apierrors import explain
+
+        print(f"error: the API server refused: {explain(exc)}", file=sys.stderr)
+        print(
+            "next step: run this with a cluster-admin kubeconfig (--kubeconfig).", file=sys.stderr
+        )
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
