@@ -29,8 +29,8 @@ import kubernetes
 import urllib3
 import yaml
 from kubernetes.client.exceptions import ApiException
-from kubernetes.dynamic.resource import ResourceList
 from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeConfigMerger
+from kubernetes.dynamic.resource import ResourceList
 
 from .apierrors import explain, status_of
 from .cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
