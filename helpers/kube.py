@@ -321,7 +321,7 @@ def raw_get(api: kubernetes.client.ApiClient, path: str, **query: str) -> str:
 
 
 ATTENDEE_ENV = "CFS_ATTENDEE"
-"""Set to an attendee's name (as ``python -m helpers.workshop up`` created it) for attendee mode."""
+"""An attendee's name (as ``python -m helpers.cluster.workshop up`` made it): attendee mode."""
 WORKSHOP_LABEL = "controllers-from-scratch/workshop"
 """Objects the facilitator made in an attendee's namespaces carry it; emptying keeps them."""
 _CHAPTER_NAMESPACE = re.compile(r"^(?P<attendee>[a-z0-9]([-a-z0-9]*[a-z0-9])?)-ch\d\d-[-a-z0-9]+$")
@@ -336,7 +336,7 @@ def attendee(kubeconfig: KubeconfigArg = None) -> str | None:
     (``<attendee>-ch04-workqueue``, ...) and no right to create or delete
     namespaces. Attendee mode is on when ``$CFS_ATTENDEE`` names the attendee,
     or when the current context's namespace is one of those chapter
-    namespaces (the kubeconfig ``python -m helpers.workshop up`` writes sets it).
+    namespaces (the kubeconfig ``python -m helpers.cluster.workshop up`` writes sets it).
     """
     named = os.environ.get(ATTENDEE_ENV, "").strip()
     if named:

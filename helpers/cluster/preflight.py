@@ -33,11 +33,11 @@ from pathlib import Path
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from . import kube
-from .cluster.paths import CourseHome
-from .errors import CourseError
+from .. import kube
+from ..errors import CourseError
+from .paths import CourseHome
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MIN_PYTHON = (3, 11)
 MIN_FREE_GB = 2.0
 FOO_GROUP_VERSION = "samplecontroller.k8s.io/v1alpha1"
@@ -256,7 +256,7 @@ def _foo_row(api: kubernetes.client.ApiClient, who: str | None) -> Row:
         "served, with chapter 06's status fields"
         if extended
         else "served, but without chapter 06's status fields",
-        "ask the facilitator to run `python -m helpers.workshop up` again",
+        "ask the facilitator to run `python -m helpers.cluster.workshop up` again",
     )
 
 
@@ -315,7 +315,7 @@ def _permission_rows(api: kubernetes.client.ApiClient, who: str | None) -> list[
         shown = ", ".join(f"{need}" + (f" in {ns}" if ns else "") for need, ns in missing[:3])
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
         step = (
-            "ask the facilitator to run `python -m helpers.workshop up` for you again"
+            "ask the facilitator to run `python -m helpers.cluster.workshop up` for you again"
             if who
             else "use a cluster-admin kubeconfig (the course's own cluster has one)"
         )
@@ -334,7 +334,7 @@ def _permission_rows(api: kubernetes.client.ApiClient, who: str | None) -> list[
 
 def _etcd_row(kubeconfig: str | None, context: str | None) -> Row:
     """Direct etcd access (the local control plane only), and what its absence changes."""
-    from .cluster.info import describe
+    from .info import describe
 
     url = describe(kubeconfig, context).etcd_url
     without = (
@@ -393,7 +393,7 @@ def table(rows: list[Row]) -> str:
 
 def main(argv: list[str] | None = None, clock: Callable[[], float] = time.monotonic) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m helpers.course_preflight",
+        prog="python -m helpers.cluster.preflight",
         description="Check this machine and the cluster for the course; exit 1 on any problem.",
     )
     parser.add_argument("--kubeconfig", help="default: $KUBECONFIG, as kubectl reads it")

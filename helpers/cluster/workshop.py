@@ -1,6 +1,6 @@
 """A shared cluster for a workshop: attendees with namespaces of their own and nothing more.
 
-``python -m helpers.workshop up --attendees alice,bob`` (or ``--count 12``)
+``python -m helpers.cluster.workshop up --attendees alice,bob`` (or ``--count 12``)
 prepares one cluster (the course's own, or any cluster the kubeconfig names)
 for several people at once:
 
@@ -17,7 +17,7 @@ for several people at once:
   namespace; that is how :func:`helpers.kube.attendee` recognises attendee
   mode (``CFS_ATTENDEE=alice`` does the same).
 
-``python -m helpers.workshop down`` removes all of it (``--attendees`` some).
+``python -m helpers.cluster.workshop down`` removes all of it (``--attendees`` some).
 Everything made carries the label :data:`helpers.kube.WORKSHOP_LABEL`, so a
 tear-down finds it again and an attendee's emptying of a namespace keeps it.
 """
@@ -37,11 +37,11 @@ import kubernetes
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from .cluster.bootstrap import install_foo_crd
-from .errors import CourseError
-from .kube import WORKSHOP_LABEL, connect
+from ..errors import CourseError
+from ..kube import WORKSHOP_LABEL, connect
+from .bootstrap import install_foo_crd
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FACILITATOR_NAMESPACE = "cfs-workshop"
 ATTENDEE_LABEL = "controllers-from-scratch/attendee"
 CLUSTER_ROLE = "cfs-workshop-attendee"
@@ -230,7 +230,7 @@ def up(
     Idempotent: running it again with more names adds those attendees and
     gives everyone fresh tokens.
     """
-    from .reconcile import extend_foo_status
+    from ..reconcile import extend_foo_status
 
     install_foo_crd(api, timeout=60)
     extend_foo_status(api)  # chapter 06's fields, once for all: attendees cannot change a CRD
@@ -290,7 +290,7 @@ def down(api: kubernetes.client.ApiClient, names: list[str] | None = None) -> li
         return removed
     gone("ClusterRole", rbac.delete_cluster_role, CLUSTER_ROLE)
     gone("Role", rbac.delete_namespaced_role, LEASE_ROLE, "kube-system")
-    from .reconcile import restore_foo_status
+    from ..reconcile import restore_foo_status
 
     restore_foo_status(api)
     removed.append("chapter 06's status fields from the Foo CRD")
@@ -329,7 +329,7 @@ def _names(args: argparse.Namespace) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m helpers.workshop",
+        prog="python -m helpers.cluster.workshop",
         description="Prepare (up) or clear (down) a shared cluster for a workshop's attendees.",
     )
     parser.add_argument("--kubeconfig", help="the facilitator's kubeconfig (default: as kubectl)")
@@ -364,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc.problem}\nnext step: {exc.next_step}", file=sys.stderr)
         return 2
     except ApiException as exc:
-        from .apierrors import explain
+        from ..apierrors import explain
 
         print(f"error: the API server refused: {explain(exc)}", file=sys.stderr)
         print(
