@@ -155,14 +155,9 @@ def foo_rate_limiter(clock: Clock | None = None) -> MaxOfRateLimiter:
 
 class FooController:
     """Keeps, for every Foo, a Deployment that matches it (sample-controller ``Controller``).
+    Give it two informers not yet started, and the clients; :meth:`new` builds it all."""
 
-    Give it the two informers (not yet started) and the clients; it registers
-    its handlers at once. Start the informers, then call :meth:`run`.
-    :meth:`new` builds everything from an API client, as ``main.go`` does.
-    """
-
-    observer: SyncObserver | None = None
-    """Told about every sync (see :meth:`observe`); nobody, unless someone asks."""
+    observer: SyncObserver | None = None  # told about every sync (:meth:`observe`); usually none
 
     def __init__(
         self,
@@ -182,17 +177,14 @@ class FooController:
             workqueue if workqueue is not None else RateLimitingQueue(foo_rate_limiter(), "Foos")
         )
         self.worker_threads: list[threading.Thread] = []
-
         log.info("Setting up event handlers")
-        # No delete handler for Foos: the Deployment carries an owner reference,
-        # so the garbage collector deletes it with its Foo.
+        # No delete handler for Foos: the garbage collector deletes the Deployment.
         foo_informer.add_event_handler(
             on_add=lambda foo, _initial: self.enqueue_foo(foo),
             on_update=lambda _old, new: self.enqueue_foo(new),
             name="foo-controller",
         )
-        # A Deployment's change is turned into its owning Foo's key, so that one
-        # sync_handler deals with both kinds of change.
+        # A Deployment's change becomes its Foo's key: one sync_handler for both kinds.
         deployment_informer.add_event_handler(
             on_add=lambda deployment, _initial: self.handle_object(deployment),
             on_update=self.handle_deployment_update,
@@ -312,29 +304,21 @@ class FooController:
         self.clients, self.workqueue.rate_limiter = clients, limiter
         self.observer = observer
 
-    # --- one sync -----------------------------------------------------------------------------
-
     def sync_handler(self, key: str) -> None:
-        """Bring the Deployment of Foo ``key`` in line with the Foo, then report its status.
-
-        sample-controller ``syncHandler``. Raising means "retry later"; returning
-        means "done with this key until something changes". So we return, not
-        raise, where a retry could not help: the Foo is gone, or names no
-        Deployment (its next update will enqueue it again).
-        """
+        """Make Foo ``key``'s Deployment match it, then report its status (``syncHandler``).
+        Raising means "retry later"; returning, "done until something changes"."""
         try:
             namespace, name = split_meta_namespace_key(key)
+            foo = self.foos_lister.namespace(namespace).get(name)
         except ValueError:
             log.error("invalid resource key: %s", key)
             return
-
-        try:
-            foo = self.foos_lister.namespace(namespace).get(name)
         except NotFoundError:
             log.error("Foo referenced by item in work queue no longer exists: %s", key)
             return
 
-        deployment_name = (foo.get("spec") or {}).get("deploymentName")
+        spec = foo.get("spec") or {}  # read only: the cache's copy, shared by every reader
+        deployment_name = spec.get("deploymentName")
         if not deployment_name:
             log.error("Deployment name missing from object reference: %s", key)
             return
@@ -344,16 +328,14 @@ class FooController:
         except NotFoundError:
             deployment = self.clients.create_deployment(namespace, new_deployment(foo))
 
-        # Never take over a Deployment someone else made: tell the Foo's owner and retry
-        # later, in case it is deleted or handed over.
+        # Never take over someone else's Deployment; retry, in case it is deleted or handed over.
         if not is_controlled_by(deployment, foo):
             message = MESSAGE_RESOURCE_EXISTS.format(name=deployment_name)
             self.clients.record_event(foo, WARNING, ERR_RESOURCE_EXISTS, message)
             raise ResourceExistsError(message)
 
-        # Replicas left out of the Foo are not ours to manage (someone may scale by hand).
-        wanted = (foo.get("spec") or {}).get("replicas")
-        have = (deployment.get("spec") or {}).get("replicas")
+        # Only replicas are compared; replicas left out of the Foo are not ours to manage.
+        wanted, have = spec.get("replicas"), (deployment.get("spec") or {}).get("replicas")
         if wanted is not None and wanted != have:
             log.info("Foo %s wants %s replicas, Deployment has %s: updating", key, wanted, have)
             deployment = self.clients.update_deployment(namespace, new_deployment(foo))
@@ -496,17 +478,13 @@ def foo_body(name: str, deployment_name: str | None, replicas: int | None = 1) -
     }
 
 
-# --- what a Foo asks for ------------------------------------------------------------------------
-
-
 def new_deployment(foo: Mapping[str, Any]) -> dict[str, Any]:
     """The Deployment a Foo asks for (sample-controller ``newDeployment``).
 
-    Built from scratch every time, so an update replaces whatever drifted. The
-    controller owner reference ties it to the Foo: ``handle_object`` follows it
-    back, ``is_controlled_by`` checks it, and the garbage collector deletes the
-    Deployment with its Foo (``blockOwnerDeletion`` lets a foreground delete of
-    the Foo wait for it).
+    Built from scratch each time: an update (made only when the replicas
+    differ) sends all of it, so other drift goes back too, as a side effect.
+    The controller owner reference lets ``handle_object`` find the Foo, and
+    the garbage collector delete the Deployment with it.
     """
     metadata, spec = foo["metadata"], foo.get("spec") or {}
     labels = {"app": "nginx", "controller": metadata["name"]}

@@ -1,5 +1,5 @@
 """Chapter 05's exercise checks say "not attempted", "wrong" and "correct" when they should,
-and every stored solution passes its check (3 and 4 against the real cluster)."""
+and every stored solution passes its check (1, 3 and 4 against the real cluster)."""
 
 from __future__ import annotations
 
@@ -8,34 +8,19 @@ from typing import Any
 import kubernetes
 import pytest
 
-from helpers.controller import controller_of, new_deployment
+from helpers.controller import new_deployment
 from helpers.exercises import ch05
-from helpers.lister import Lister
 from notebooks.solutions import ch05 as solutions
 
 
-def test_exercise_1_owner_lookup() -> None:
-    assert ch05.check_1(None).state == "not attempted yet"
-
-    def first_owner(obj: Any, foos_lister: Lister) -> str | None:
-        """Plausible and wrong: the first owner reference, no tombstones, no orphan check."""
-        owner = obj["metadata"]["ownerReferences"][0]
-        return f"{obj['metadata']['namespace']}/{owner['name']}"
-
-    verdict = ch05.check_1(first_owner)
-    assert verdict.state == "wrong" and "raised" in verdict.detail  # the tombstone
-
-    def no_orphan_check(obj: Any, foos_lister: Lister) -> str | None:
-        obj = getattr(obj, "obj", obj)
-        owner = controller_of(obj)
-        if owner is None or owner["kind"] != "Foo":
-            return None
-        return f"{obj['metadata']['namespace']}/{owner['name']}"
-
-    verdict = ch05.check_1(no_orphan_check)
-    assert verdict.state == "wrong" and "gone" in verdict.detail
-
-    assert ch05.check_1(solutions.foo_key_for).correct
+@pytest.mark.cluster
+def test_exercise_1_deleted_while_down(api: kubernetes.client.ApiClient, namespace: str) -> None:
+    assert ch05.check_1(None, api, namespace).state == "not attempted yet"
+    assert ch05.check_1("e", api, namespace).state == "wrong"
+    verdict = ch05.check_1("d", api, namespace)  # the resync: the check switched it off
+    assert verdict.state == "wrong" and "resync off" in verdict.detail
+    verdict = ch05.check_1(solutions.answer_1, api, namespace)
+    assert verdict.correct and "no resync" in verdict.detail
 
 
 def test_exercise_2_labels() -> None:
@@ -80,35 +65,52 @@ def test_exercise_3_two_foos_one_deployment(
     assert "ErrResourceExists" in verdict.detail and '"shared"' in verdict.detail
 
 
+def test_exercise_4_dry_mistakes() -> None:
+    """Plausible mistakes are caught on cached objects, before the cluster is used."""
+    assert ch05.check_4(None, None, "unused").state == "not attempted yet"  # type: ignore[arg-type]
+
+    def writes_into_the_cache(foo: Any, deployment: Any, clients: Any) -> None:
+        """The classic: the status set on the cached Foo itself."""
+        namespace = foo["metadata"]["namespace"]
+        if deployment is None:
+            deployment = clients.create_deployment(namespace, new_deployment(foo))
+        foo["status"] = {
+            "availableReplicas": (deployment.get("status") or {}).get("availableReplicas", 0)
+        }
+        clients.update_foo_status(namespace, foo)
+
+    verdict = ch05.check_4(writes_into_the_cache, None, "unused")  # type: ignore[arg-type]
+    assert verdict.state == "wrong" and "deep copy" in verdict.detail
+
+    def adopts(foo: Any, deployment: Any, clients: Any) -> None:
+        """Right except that it takes over somebody else's Deployment."""
+        namespace = foo["metadata"]["namespace"]
+        if deployment is None or deployment["spec"].get("replicas") != foo["spec"]["replicas"]:
+            verb = clients.create_deployment if deployment is None else clients.update_deployment
+            deployment = verb(namespace, new_deployment(foo))
+        status = {"availableReplicas": (deployment.get("status") or {}).get("availableReplicas", 0)}
+        clients.update_foo_status(namespace, {**foo, "status": status})
+
+    verdict = ch05.check_4(adopts, None, "unused")  # type: ignore[arg-type]
+    assert verdict.state == "wrong" and "somebody else's" in verdict.detail
+
+
 @pytest.mark.cluster
-def test_exercise_4_status_from_the_lister(
-    api: kubernetes.client.ApiClient, namespace: str
+def test_exercise_4_reconcile_on_the_cluster(
+    api: kubernetes.client.ApiClient, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert ch05.check_4(None, api, namespace).state == "not attempted yet"
+    def status_without_version(foo: Any, deployment: Any, clients: Any) -> None:
+        """Right on recording clients; the API server refuses a Foo without its resourceVersion."""
+        metadata = {k: v for k, v in foo["metadata"].items() if k != "resourceVersion"}
+        bare = {**foo, "metadata": metadata}
+        solutions.reconcile(bare, deployment, clients)
 
-    custom = kubernetes.client.CustomObjectsApi(api)
+    monkeypatch.setattr(ch05, "TIMEOUT", 10.0)
+    verdict = ch05.check_4(status_without_version, api, namespace)
+    assert verdict.state == "wrong" and "on the cluster" in verdict.detail, verdict
+    assert "resourceVersion" in verdict.detail, verdict
+    monkeypatch.undo()
 
-    def from_the_api(foos_lister: Lister, ns: str) -> dict[str, int]:
-        """Right numbers, wrong source."""
-        listed = custom.list_namespaced_custom_object(
-            "samplecontroller.k8s.io", "v1alpha1", ns, "foos"
-        )
-        return {
-            item["metadata"]["name"]: (item.get("status") or {}).get("availableReplicas", 0)
-            for item in listed["items"]
-        }
-
-    verdict = ch05.check_4(from_the_api, api, namespace)
-    assert verdict.state == "wrong" and "request" in verdict.detail
-
-    def only_with_status(foos_lister: Lister, ns: str) -> dict[str, int]:
-        return {
-            foo["metadata"]["name"]: foo["status"]["availableReplicas"]
-            for foo in foos_lister.namespace(ns).list()
-            if "status" in foo
-        }
-
-    verdict = ch05.check_4(only_with_status, api, namespace)
-    assert verdict.state == "wrong" and "exercise-4-new" in verdict.detail
-
-    assert ch05.check_4(solutions.available_replicas, api, namespace).correct
+    verdict = ch05.check_4(solutions.reconcile, api, namespace)
+    assert verdict.correct, verdict
+    assert "untouched" in verdict.detail

@@ -1,22 +1,30 @@
 """Checks for chapter 05's exercises (the controller).
 
-Exercises 1 and 2 are pure functions, checked on made-up objects: the owner
-lookup of ``handle_object`` against a real lister over a hand-filled cache, and
-a Deployment that carries its Foo's labels. Exercise 3 runs the chapter's
-controller on the cluster and makes two Foos ask for one Deployment. Exercise 4
-reads Foo statuses through a real, started informer and counts the learner's
-API requests.
+Exercise 1 asks for a prediction (the Deployment deleted while the controller is
+down: what happens when it starts?) and runs the case on the cluster, with the
+resync switched off. Exercise 2 is a pure function, checked on made-up
+objects: a Deployment that carries its Foo's labels. Exercise 3 runs the
+chapter's controller on the cluster and makes two Foos ask for one Deployment.
+Exercise 4 takes the learner's ``reconcile(foo, deployment, clients)``, the
+decision at the heart of ``sync_handler``: first on cached objects with clients
+that only record, then in a running controller on real Foos. The checks that
+use the cluster bring the chapter's namespace back first (after "Run All" its
+last cell has deleted it).
 """
 
 from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import kubernetes
+from kubernetes.client.exceptions import ApiException
 
+from .. import kube
+from ..apierrors import explain
 from ..clock import StopEvent
 from ..controller import (
     ERR_RESOURCE_EXISTS,
@@ -24,17 +32,16 @@ from ..controller import (
     FOO_KIND,
     FOO_PLURAL,
     FOO_VERSION,
+    WARNING,
     FooController,
     controller_of,
     foo_body,
     new_deployment,
     run_controller,
 )
-from ..informer import SharedInformer, wait_for_cache_sync
-from ..lister import Lister
-from ..listwatch import ListWatch
-from ..request_log import RequestLog
-from ..store import DeletedFinalStateUnknown, Indexer
+from ..errors import CourseError
+from ..lister import NotFoundError
+from ..store import split_meta_namespace_key
 from ..waiting import wait_for
 from . import Verdict, correct, not_attempted, wrong
 
@@ -51,71 +58,123 @@ def _foo(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-def _deployment(namespace: str, *owners: tuple[str, str, bool]) -> dict[str, Any]:
-    """A Deployment "web" with owner references (kind, name, controller)."""
-    references = [
-        {
-            "apiVersion": f"{FOO_GROUP}/{FOO_VERSION}" if kind == FOO_KIND else "apps/v1",
-            "kind": kind,
-            "name": name,
-            "uid": f"uid-{name}",
-            "controller": is_controller,
-        }
-        for kind, name, is_controller in owners
-    ]
-    return {"metadata": {"name": "web", "namespace": namespace, "ownerReferences": references}}
+# --- exercise 1: the Deployment deleted while the controller is down ------------------------------
+
+ANSWER_1 = "c"
+
+HINTS_1 = {
+    "a": "a controller does not need to have seen the delete: on start, its Foo informer lists "
+    "every Foo and hands each to on_add, and the sync compares what is with what should be",
+    "b": "the garbage collector only ever deletes; nothing but our controller makes a "
+    "Deployment for a Foo",
+    "d": "the check switched the resync off, and the Deployment came back anyway: look at "
+    "what the informer's first list does",
+}
 
 
-def _owner_cases() -> list[tuple[str, Any, str | None]]:
-    """(what, object, the key handle_object would enqueue) for exercise 1."""
-    owned = _deployment("shop", (FOO_KIND, "a", True))
-    return [
-        ("a Deployment controlled by Foo shop/a", owned, "shop/a"),
-        (
-            "a tombstone of that Deployment",
-            DeletedFinalStateUnknown("shop/web", copy.deepcopy(owned)),
-            "shop/a",
-        ),
-        ("a Deployment with no owner references", _deployment("shop"), None),
-        (
-            "a Deployment controlled by a ReplicaSet that is also called a",
-            _deployment("shop", ("ReplicaSet", "a", True)),
-            None,
-        ),
-        (
-            "a Deployment owned by Foo a (not as controller) and controlled by Foo b",
-            _deployment("shop", (FOO_KIND, "a", False), (FOO_KIND, "b", True)),
-            "shop/b",
-        ),
-        (
-            "a Deployment controlled by Foo gone, which is not in the cache",
-            _deployment("shop", (FOO_KIND, "gone", True)),
-            None,
-        ),
-        (
-            "a Deployment in namespace other controlled by a Foo called a",
-            _deployment("other", (FOO_KIND, "a", True)),
-            None,
-        ),
-    ]
+def _controller_down_then_up(api: kubernetes.client.ApiClient, namespace: str) -> float:
+    """Run the case of exercise 1 on the cluster; the seconds from the restart to the repair.
 
+    Both controllers run with the resync switched off, so that only the first
+    list can bring the Foo to a worker. Leaves the namespace as it found it.
+    """
+    custom = kubernetes.client.CustomObjectsApi(api)
+    apps = kubernetes.client.AppsV1Api(api)
+    name = "exercise-1-web"
 
-def check_1(foo_key_for: Callable[[Any, Lister], str | None] | None) -> Verdict:
-    """``foo_key_for(obj, foos_lister)``: the key of the Foo controlling ``obj``, or None."""
-    if foo_key_for is None:
-        return not_attempted("1", "set foo_key_for to your function")
-    indexer = Indexer()
-    for name in ("a", "b"):
-        indexer.add(_foo(name, "shop", deploymentName=name))
-    lister = Lister(indexer, FOO_PLURAL, FOO_GROUP)
-    for what, obj, expected in _owner_cases():
+    def run(until: Callable[[], Any]) -> Any:
+        controller = FooController.new(api, namespace=namespace, resync_period=0)
+        stop = StopEvent()
+        runner = threading.Thread(
+            target=run_controller, args=(controller, 2, stop), name="foo-controller-exercise-1"
+        )
+        runner.start()
         try:
-            got = foo_key_for(obj, lister)
-        except Exception as exc:  # reported to the learner, not swallowed
-            return wrong("1", f"for {what} it raised {type(exc).__name__}: {exc}")
-        if got != expected:
-            return wrong("1", f"for {what} it returned {got!r}, not {expected!r}")
-    return correct("1", f"all {len(_owner_cases())} cases, tombstones and orphans included")
+            return until()
+        finally:
+            stop.set()
+            runner.join(TIMEOUT)
+
+    def deployment_of(uid: str | None) -> dict[str, Any]:
+        return wait_for(
+            apps.list_namespaced_deployment,
+            lambda deployments: name in deployments and deployments[name]["metadata"]["uid"] != uid,
+            what=f"the controller to create Deployment {name}",
+            timeout=TIMEOUT,
+            namespace=namespace,
+        )[name]
+
+    _delete_foos(custom, apps, namespace, [name], [name])
+    custom.create_namespaced_custom_object(
+        FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, foo_body(name, name, 1)
+    )
+    try:
+        first = run(lambda: deployment_of(None))
+        # The controller is down now: nobody hears of this delete.
+        apps.delete_namespaced_deployment(name, namespace)
+        wait_for(
+            apps.list_namespaced_deployment,
+            lambda deployments: name not in deployments,
+            what=f"Deployment {name} to be deleted",
+            timeout=TIMEOUT,
+            namespace=namespace,
+        )
+        started = time.monotonic()
+        run(lambda: deployment_of(first["metadata"]["uid"]))
+        return time.monotonic() - started
+    finally:
+        _delete_foos(custom, apps, namespace, [name], [name])
+
+
+def check_1(answer: str | None, api: kubernetes.client.ApiClient, namespace: str) -> Verdict:
+    """What a controller does on start about a delete it never saw: checked on the cluster."""
+    if answer is None:
+        return not_attempted("1", 'set answer_1 to "a", "b", "c" or "d"')
+    if answer not in ("a", "b", "c", "d"):
+        return wrong("1", f'{answer!r} is not one of "a", "b", "c", "d"')
+    kube.ensure_namespace(api, namespace)
+    took = _controller_down_then_up(api, namespace)
+    if answer != ANSWER_1:
+        return wrong(
+            "1", f"the Deployment was back {took:.1f} s after the restart; {HINTS_1[answer]}"
+        )
+    return correct(
+        "1",
+        f"back {took:.1f} s after the restart, with no resync: the first list is an add for "
+        "every Foo, and the sync compares state (level-triggered)",
+    )
+
+
+def _delete_foos(
+    custom: kubernetes.client.CustomObjectsApi,
+    apps: kubernetes.client.AppsV1Api,
+    namespace: str,
+    foos: list[str],
+    deployments: list[str],
+) -> None:
+    """Delete ``foos`` and ``deployments`` if they exist, and wait until the Deployments are gone
+    (a check's earlier, interrupted run may have left them)."""
+    for name in foos:
+        try:
+            custom.delete_namespaced_custom_object(
+                FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, name
+            )
+        except kubernetes.client.exceptions.ApiException as exc:
+            if exc.status != 404:
+                raise
+    for name in deployments:
+        try:
+            apps.delete_namespaced_deployment(name, namespace)
+        except kubernetes.client.exceptions.ApiException as exc:
+            if exc.status != 404:
+                raise
+    wait_for(
+        apps.list_namespaced_deployment,
+        lambda found: not set(deployments) & set(found),
+        what=f"Deployments {', '.join(deployments)} to be gone",
+        timeout=TIMEOUT,
+        namespace=namespace,
+    )
 
 
 def check_2(labelled_deployment: Callable[[Mapping[str, Any]], dict[str, Any]] | None) -> Verdict:
@@ -245,6 +304,7 @@ def check_3(answer: str | None, api: kubernetes.client.ApiClient, namespace: str
         return not_attempted("3", 'set answer_3 to "a", "b", "c" or "d"')
     if answer not in ("a", "b", "c", "d"):
         return wrong("3", f'{answer!r} is not one of "a", "b", "c", "d"')
+    kube.ensure_namespace(api, namespace)
     seen = _run_two_foos(api, namespace)
     happened = (
         seen["event"]["type"] == "Warning"
@@ -263,60 +323,239 @@ def check_3(answer: str | None, api: kubernetes.client.ApiClient, namespace: str
     return correct("3", f"{event['type']} {event['reason']}: {event['message']}")
 
 
-# --- exercise 4: read through the cache ----------------------------------------------------------
+# --- exercise 4: the heart of a sync, yours ------------------------------------------------------
+
+Reconcile = Callable[[Mapping[str, Any], Mapping[str, Any] | None, Any], None]
 
 
-def _set_status(custom: kubernetes.client.CustomObjectsApi, namespace: str, name: str) -> None:
-    foo = custom.get_namespaced_custom_object(FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, name)
-    foo["status"] = {"availableReplicas": 2}
-    custom.replace_namespaced_custom_object_status(
-        FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, name, foo
+class _Recorded:
+    """Clients that record each write and answer like the API server would, without one."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, dict[str, Any]]] = []
+
+    def create_deployment(self, namespace: str, deployment: dict[str, Any]) -> dict[str, Any]:
+        self.writes.append(("create Deployment", copy.deepcopy(deployment)))
+        return copy.deepcopy(deployment)  # a new Deployment has no status yet
+
+    def update_deployment(self, namespace: str, deployment: dict[str, Any]) -> dict[str, Any]:
+        self.writes.append(("update Deployment", copy.deepcopy(deployment)))
+        return copy.deepcopy(deployment)
+
+    def update_foo_status(self, namespace: str, foo: dict[str, Any]) -> dict[str, Any]:
+        self.writes.append(("update Foo status", copy.deepcopy(foo)))
+        return copy.deepcopy(foo)
+
+    def record_event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
+        self.writes.append(("Event", {"type": event_type, "reason": reason, "message": message}))
+
+    def verbs(self) -> list[str]:
+        return [verb for verb, _ in self.writes]
+
+    def status_written(self) -> Any:
+        bodies = [body for verb, body in self.writes if verb == "update Foo status"]
+        return (bodies[-1].get("status") or {}).get("availableReplicas") if bodies else None
+
+
+def _dry_cases() -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+    """(situation, cached Foo, cached Deployment or None) for the first half of check 4."""
+    foo = _foo("web", "shop", deploymentName="web", replicas=2)
+    ours = new_deployment(foo) | {"status": {"availableReplicas": 2}}
+    scaled = _foo("web", "shop", deploymentName="web", replicas=3)
+    theirs = {"metadata": {"name": "web", "namespace": "shop"}, "spec": {"replicas": 1}}
+    return [
+        ("no Deployment yet", foo, None),
+        ("its Deployment as the Foo wants it", foo, ours),
+        ("the Foo scaled from 2 to 3", scaled, ours),
+        ("a Deployment of that name that is somebody else's", foo, theirs),
+    ]
+
+
+def _judge_dry(situation: str, foo: dict[str, Any], clients: _Recorded, raised: Any) -> str | None:
+    """Why the writes for ``situation`` are wrong, or None if they are right."""
+    verbs, wanted = clients.verbs(), foo["spec"]["replicas"]
+    deployments = [body for verb, body in clients.writes if verb.endswith("Deployment")]
+    if situation.startswith("a Deployment of that name"):
+        if raised is None:
+            return "it returned normally: raise, so that the key is retried with backoff"
+        if deployments:
+            return f"it wrote the Deployment ({verbs}): it is not ours, leave it alone"
+        events = [body for verb, body in clients.writes if verb == "Event"]
+        if not any(e["type"] == WARNING and e["reason"] == ERR_RESOURCE_EXISTS for e in events):
+            return f"the Foo's owner is not told: record a Warning Event {ERR_RESOURCE_EXISTS}"
+        return None
+    if raised is not None:
+        return f"it raised {type(raised).__name__}: {raised}"
+    expected = {
+        "no Deployment yet": ["create Deployment"],
+        "its Deployment as the Foo wants it": [],
+        "the Foo scaled from 2 to 3": ["update Deployment"],
+    }[situation]
+    made = [verb for verb in verbs if verb.endswith("Deployment")]
+    if made != expected:
+        return f"its Deployment writes were {made}, not {expected}"
+    for body in deployments:
+        owner = controller_of(body) or {}
+        if body["spec"].get("replicas") != wanted or owner.get("uid") != foo["metadata"]["uid"]:
+            return "the Deployment it wrote is not new_deployment(foo): replicas or owner differ"
+    available = 2 if situation.startswith("its Deployment") else 0
+    if situation.startswith("the Foo scaled"):
+        available = None  # what the update answered: our recording clients keep the old status
+    got = clients.status_written()
+    if got is None and "update Foo status" not in verbs:
+        return "it wrote no status: update_foo_status with the Deployment's availableReplicas"
+    if available is not None and got != available:
+        return f"it wrote status.availableReplicas={got!r}, not {available} (0 when none yet)"
+    return None
+
+
+def _reconcile_dry(reconcile: Reconcile) -> str | None:
+    for situation, foo, deployment in _dry_cases():
+        before = copy.deepcopy(foo), copy.deepcopy(deployment)
+        clients, raised = _Recorded(), None
+        try:
+            reconcile(foo, deployment, clients)
+        except Exception as exc:  # judged below: raising is right in one situation
+            raised = exc
+        if (foo, deployment) != before:
+            return (
+                f"for {situation} it changed the objects it was given; in a controller they "
+                "are the cache's copies, shared by every reader: change a deep copy"
+            )
+        problem = _judge_dry(situation, foo, clients, raised)
+        if problem is not None:
+            return f"for {situation}: {problem}"
+    return None
+
+
+class _Stuck(RuntimeError):
+    """The learner's controller did not bring the cluster where it should be."""
+
+
+def _learner_sync(
+    controller: FooController, reconcile: Reconcile, failures: list[str], key: str
+) -> None:
+    """sync_handler up to the decision (the listers' reads), then the learner's ``reconcile``."""
+    namespace, name = split_meta_namespace_key(key)
+    try:
+        foo = controller.foos_lister.namespace(namespace).get(name)
+    except NotFoundError:
+        return
+    deployment_name = (foo.get("spec") or {}).get("deploymentName")
+    if not deployment_name:
+        return
+    try:
+        deployment = controller.deployments_lister.namespace(namespace).get(deployment_name)
+    except NotFoundError:
+        deployment = None
+    try:
+        reconcile(foo, deployment, controller.clients)
+    except Exception as exc:
+        detail = explain(exc) if isinstance(exc, ApiException) else str(exc)
+        failures.append(f"{name}: {type(exc).__name__}: {detail}")
+        raise
+
+
+def _reconcile_on_cluster(
+    reconcile: Reconcile, api: kubernetes.client.ApiClient, namespace: str
+) -> str:
+    """Run a controller with the learner's ``reconcile`` on real Foos; what went right.
+
+    Raises :class:`_Stuck` (what was awaited, and what the function raised) when
+    the cluster never got there.
+    """
+    custom = kubernetes.client.CustomObjectsApi(api)
+    apps = kubernetes.client.AppsV1Api(api)
+    core = kubernetes.client.CoreV1Api(api)
+    web, greedy, taken = "exercise-4-web", "exercise-4-greedy", "exercise-4-taken"
+
+    def foos_where(condition: Callable[[dict[str, Any]], bool], what: str) -> dict[str, Any]:
+        return wait_for(
+            custom.list_namespaced_custom_object,
+            condition,
+            what=what,
+            timeout=TIMEOUT,
+            group=FOO_GROUP,
+            version=FOO_VERSION,
+            namespace=namespace,
+            plural=FOO_PLURAL,
+        )
+
+    def available(n: int) -> Callable[[dict[str, Any]], bool]:
+        return lambda foos: (
+            ((foos.get(web) or {}).get("status") or {}).get("availableReplicas") == n
+        )
+
+    _delete_foos(custom, apps, namespace, [web, greedy], [web, taken])
+    labels = {"app": "theirs"}
+    apps.create_namespaced_deployment(
+        namespace,
+        {
+            "metadata": {"name": taken},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "app", "image": "busybox"}]},
+                },
+            },
+        },
     )
+    controller = FooController.new(api, namespace=namespace)
+    failures: list[str] = []
+    controller.sync_handler = lambda key: _learner_sync(controller, reconcile, failures, key)  # type: ignore[method-assign]
+    stop = StopEvent()
+    runner = threading.Thread(
+        target=run_controller, args=(controller, 2, stop), name="foo-controller-exercise-4"
+    )
+    runner.start()
+    try:
+        custom.create_namespaced_custom_object(
+            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, foo_body(web, web, 1)
+        )
+        foos_where(available(1), f"Foo {web}: a Deployment made, status.availableReplicas 1")
+        custom.patch_namespaced_custom_object(
+            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, web, {"spec": {"replicas": 2}}
+        )
+        foos_where(available(2), f"Foo {web} scaled to 2: status.availableReplicas 2")
+        custom.create_namespaced_custom_object(
+            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, foo_body(greedy, taken, 2)
+        )
+        wait_for(
+            core.list_namespaced_event,
+            lambda events: any(e["reason"] == ERR_RESOURCE_EXISTS for e in events.values()),
+            what=f"a Warning Event {ERR_RESOURCE_EXISTS} on Foo {greedy}",
+            timeout=TIMEOUT,
+            namespace=namespace,
+            field_selector=f"involvedObject.name={greedy}",
+        )
+        theirs = apps.read_namespaced_deployment(taken, namespace)
+    except CourseError as exc:
+        unexpected = [f for f in failures if not f.startswith(greedy)]
+        raised = f"; your function raised {unexpected[-1]}" if unexpected else ""
+        raise _Stuck(f"{exc.problem}{raised}") from None
+    finally:
+        stop.set()
+        runner.join(TIMEOUT)
+        _delete_foos(custom, apps, namespace, [web, greedy], [web, taken])
+    if theirs.metadata.owner_references or theirs.spec.replicas != 1:
+        raise _Stuck(f"Deployment {taken}, somebody else's, was changed; leave it alone")
+    return f"Foo {web} created and scaled, {greedy} warned; Deployment {taken} untouched"
 
 
 def check_4(
-    available_replicas: Callable[[Lister, str], Mapping[str, int]] | None,
-    api: kubernetes.client.ApiClient,
-    namespace: str,
+    reconcile: Reconcile | None, api: kubernetes.client.ApiClient, namespace: str
 ) -> Verdict:
-    """``available_replicas(foos_lister, namespace)`` from the cache, with no API request."""
-    if available_replicas is None:
-        return not_attempted("4", "set available_replicas to your function")
-    custom = kubernetes.client.CustomObjectsApi(api)
-    for name in ("exercise-4-ready", "exercise-4-new"):
-        body = foo_body(name, name, 2)
-        try:
-            custom.create_namespaced_custom_object(
-                FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, body
-            )
-        except kubernetes.client.exceptions.ApiException as exc:
-            if exc.status != 409:  # made by an earlier run of this check
-                raise
-    _set_status(custom, namespace, "exercise-4-ready")
-    listed = custom.list_namespaced_custom_object(FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL)
-    expected = {
-        item["metadata"]["name"]: (item.get("status") or {}).get("availableReplicas", 0)
-        for item in listed["items"]
-    }
-    # The informer has a client of its own, so that only the learner's requests are counted.
-    own_api = kubernetes.client.ApiClient(api.configuration)
-    path = f"/apis/{FOO_GROUP}/{FOO_VERSION}/namespaces/{namespace}/{FOO_PLURAL}"
-    informer = SharedInformer(ListWatch(own_api, path), name="exercise-4-foos")
+    """``reconcile(foo, deployment, clients)``: on cached objects, then in a real controller."""
+    if reconcile is None:
+        return not_attempted("4", "set reconcile to your function")
+    problem = _reconcile_dry(reconcile)
+    if problem is not None:
+        return wrong("4", problem)
+    kube.ensure_namespace(api, namespace)
     try:
-        informer.start()
-        if not wait_for_cache_sync(informer, timeout=TIMEOUT):
-            return wrong("4", "the check's informer did not sync; is the cluster up?")
-        with RequestLog(api) as requests:
-            try:
-                got = dict(available_replicas(informer.lister(FOO_PLURAL, FOO_GROUP), namespace))
-            except Exception as exc:  # reported to the learner, not swallowed
-                return wrong("4", f"it raised {type(exc).__name__}: {exc}")
-    finally:
-        informer.stop()
-        informer.join(TIMEOUT)
-        own_api.close()
-    if requests.requests:
-        return wrong("4", f"it made {len(requests.requests)} API request(s); use the lister only")
-    if got != expected:
-        return wrong("4", f"it returned {got}, not {expected}")
-    return correct("4", f"{len(got)} Foos, no API request")
+        done = _reconcile_on_cluster(reconcile, api, namespace)
+    except _Stuck as exc:
+        return wrong("4", f"on the cluster: {exc}")
+    return correct("4", done)
