@@ -42,7 +42,8 @@ The thread is owned by the reflector: ``start()`` creates it (named
 the open watch so a blocked read returns at once, ``join()`` waits for it.
 
 What we left out of client-go's reflector: WatchList streaming
-(``sendInitialEvents``), resync (the informer does that), retrying
+(``sendInitialEvents``, client-go's default for an informer's first list since
+1.35), resync (the informer does that), retrying
 internal errors within a deadline, expected-type checks, and the subtleties of
 starting a watch at resourceVersion "0".
 """
@@ -67,7 +68,6 @@ from helpers.listwatch import (
     ListerWatcher,
     Transform,
     WatchDisconnected,
-    WatchError,
 )
 
 log = logging.getLogger("helpers.reflector")
@@ -204,19 +204,6 @@ class Reflector:
             self._thread = threading.Thread(target=self.run, name=f"reflector-{self.name}")
         self._thread.start()
 
-    def stop(self) -> None:
-        """Ask the loop to end, and cut the open watch so a blocked read returns now.
-
-        An in-flight LIST cannot be cut short; it ends within the ListWatch's
-        list read timeout at worst.
-        """
-        self._stop.set()
-        with self._changed:
-            stream = self._stream
-            self._changed.notify_all()
-        if stream is not None:
-            stream.close()
-
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the thread to end; True if it has (or was never started)."""
         thread = self._thread
@@ -250,8 +237,9 @@ class Reflector:
         """LIST into the sink, then WATCH until an error calls for a fresh LIST.
 
         client-go ``ListAndWatch``. Returns only when stopped; every reason to
-        start over (410, a broken stream, a 403, a very short watch) is raised,
-        and :meth:`run` logs it and backs off.
+        start over (a 410, a 403, a very short watch) is raised, and :meth:`run`
+        logs it and backs off. A watch that ends or breaks is watched again inside
+        ``_watch_until_error``, without a LIST.
         """
         if self._list():
             self._watch_until_error()
@@ -293,6 +281,13 @@ class Reflector:
         log.debug("reflector %s: listed %d objects at %s", self.name, len(items), list_rv)
         return True
 
+    def _relist_resource_version(self) -> str:
+        """client-go ``relistResourceVersion``: "" after expiry, "0" at first, else the last RV."""
+        with self._changed:
+            if self._rv_unavailable:
+                return ""
+            return self._last_sync_rv or "0"
+
     def _list_pages(self, resource_version: str) -> tuple[list[Any], str] | None:
         """The pager: LIST in pages, or in one go when an exact version is asked for.
 
@@ -329,15 +324,8 @@ class Reflector:
             token = _continue_of(page)
         return items, _resource_version_of(first)
 
-    def _relist_resource_version(self) -> str:
-        """client-go ``relistResourceVersion``: "" after expiry, "0" at first, else the last RV."""
-        with self._changed:
-            if self._rv_unavailable:
-                return ""
-            return self._last_sync_rv or "0"
-
     def _watch_until_error(self) -> None:
-        """WATCH, and WATCH again after each normal close, until an error (raised) or a stop."""
+        """WATCH, and WATCH again after each close or break, until an error (raised) or a stop."""
         while not self._stop.is_set():
             started = self._clock.now()
             with self._changed:
@@ -351,20 +339,12 @@ class Reflector:
                     allow_bookmarks=True,
                     read_timeout=self._read_timeout,
                 )
+                count = self._follow(stream)
             except Exception as err:
                 if not is_retriable_watch_error(err):
                     raise
-                # Refused or throttled: the server is restarting or overloaded.
-                # Our resourceVersion is still good, so no re-list.
-                self._record_error(err)
-                if not self._back_off():
-                    return
-                continue
-            try:
-                count = self._follow(stream)
-            except WatchError as err:
-                if err.status != 429:
-                    raise
+                # Refused or throttled (429): the server is restarting or overloaded.
+                # Our resourceVersion is still good: back off, watch again, no re-list.
                 self._record_error(err)
                 if not self._back_off():
                     return
@@ -490,6 +470,46 @@ class Reflector:
             return f"{err}; listing again"
         return f"{type(err).__name__}: {err}"
 
+    def stop(self) -> None:
+        """Ask the loop to end, and cut the open watch so a blocked read returns now.
+
+        An in-flight LIST cannot be cut short; it ends within the ListWatch's
+        list read timeout at worst.
+        """
+        self._stop.set()
+        with self._changed:
+            stream = self._stream
+            self._changed.notify_all()
+        if stream is not None:
+            stream.close()
+
+
+# --- reading list responses ------------------------------------------------------------
+
+
+def _items_of(listed: dict[str, Any]) -> list[Any]:
+    """The items of a list, each with ``kind`` and ``apiVersion`` filled in.
+
+    The API server leaves those out of list items but sends them with watch
+    events; filling them makes an object look the same whichever way it came.
+    """
+    items = listed.get("items") or []
+    kind = str(listed.get("kind") or "").removesuffix("List")
+    api_version = listed.get("apiVersion")
+    if kind and api_version:
+        for item in items:
+            item.setdefault("kind", kind)
+            item.setdefault("apiVersion", api_version)
+    return list(items)
+
+
+def _continue_of(listed: dict[str, Any]) -> str | None:
+    return (listed.get("metadata") or {}).get("continue") or None
+
+
+def _resource_version_of(listed: dict[str, Any]) -> str:
+    return str((listed.get("metadata") or {}).get("resourceVersion") or "")
+
 
 # --- classifying errors ------------------------------------------------------------
 
@@ -579,30 +599,3 @@ def forbidden_message(err: ApiException) -> str:
         f'forbidden: {who} may not {verb} {what} {where}; grant the "{verb}" verb '
         f"on {what} with {grant}"
     )
-
-
-# --- reading list responses ------------------------------------------------------------
-
-
-def _items_of(listed: dict[str, Any]) -> list[Any]:
-    """The items of a list, each with ``kind`` and ``apiVersion`` filled in.
-
-    The API server leaves those out of list items but sends them with watch
-    events; filling them makes an object look the same whichever way it came.
-    """
-    items = listed.get("items") or []
-    kind = str(listed.get("kind") or "").removesuffix("List")
-    api_version = listed.get("apiVersion")
-    if kind and api_version:
-        for item in items:
-            item.setdefault("kind", kind)
-            item.setdefault("apiVersion", api_version)
-    return list(items)
-
-
-def _continue_of(listed: dict[str, Any]) -> str | None:
-    return (listed.get("metadata") or {}).get("continue") or None
-
-
-def _resource_version_of(listed: dict[str, Any]) -> str:
-    return str((listed.get("metadata") or {}).get("resourceVersion") or "")

@@ -4,7 +4,6 @@ and every stored solution passes its check (exercise 4 against the real cluster)
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import kubernetes
 import pytest
@@ -15,22 +14,27 @@ from helpers.store import Indexer
 from notebooks.solutions import ch02 as solutions
 
 
-def test_exercise_1_keys() -> None:
+def test_exercise_1_predictions() -> None:
+    assert {letter: ch02.next_request(letter) for letter in "abcde"} == {
+        "a": "watch",
+        "b": "watch",
+        "c": "list",
+        "d": "watch",
+        "e": "list",
+    }
     assert ch02.check_1(None).state == "not attempted yet"
-
-    def always_with_namespace(obj: dict[str, Any]) -> str:
-        metadata = obj["metadata"]
-        return f"{metadata.get('namespace', '')}/{metadata['name']}"
-
-    verdict = ch02.check_1(always_with_namespace)
-    assert verdict.state == "wrong" and "'/kwok-node-0'" in verdict.detail
-
-    def crashes_without_namespace(obj: dict[str, Any]) -> str:
-        return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
-
-    verdict = ch02.check_1(crashes_without_namespace)
-    assert verdict.state == "wrong" and "KeyError" in verdict.detail
-    assert ch02.check_1(solutions.key_of).correct
+    assert ch02.check_1(["watch"]).state == "wrong"
+    verdict = ch02.check_1({"a": "watch"})
+    assert verdict.state == "wrong" and "no 'watch' or 'list' for b" in verdict.detail
+    # The old belief: a broken connection means a re-list.
+    relist_on_break = {"a": "watch", "b": "list", "c": "list", "d": "watch", "e": "list"}
+    verdict = ch02.check_1(relist_on_break)
+    assert verdict.state == "wrong" and "StreamWatcher" in verdict.detail
+    relist_on_429 = {**solutions.answer_1, "d": "re-list"}
+    verdict = ch02.check_1(relist_on_429)
+    assert verdict.state == "wrong" and "slow down" in verdict.detail
+    assert ch02.check_1({k.upper(): v.upper() for k, v in solutions.answer_1.items()}).correct
+    assert ch02.check_1(solutions.answer_1).correct
 
 
 def test_exercise_2_watch_versions() -> None:
@@ -70,6 +74,24 @@ def test_exercise_3_schedule() -> None:
 def test_exercise_4_recovers_from_410(api: kubernetes.client.ApiClient, namespace: str) -> None:
     assert ch02.check_4(None, api, namespace).state == "not attempted yet"
     assert ch02.check_4(solutions.follow, api, namespace).correct
+
+
+@pytest.mark.cluster
+def test_exercise_4_after_run_all_brings_the_namespace_back(
+    api: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    kubernetes.client.CoreV1Api(api).delete_namespace(namespace)  # as the chapter's last cell does
+    assert ch02.check_4(solutions.follow, api, namespace).correct
+
+
+@pytest.mark.cluster
+def test_exercise_4_without_etcd_says_it_cannot_check(
+    api: kubernetes.client.ApiClient, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CFS_WITHOUT_ETCD", "1")
+    verdict = ch02.check_4(solutions.follow, api, namespace)
+    assert "can't check this on a cluster without etcd access" in str(verdict)
+    assert not verdict.correct
 
 
 @pytest.mark.cluster

@@ -1,18 +1,21 @@
 """Checks for chapter 02's exercises (the reflector and its store).
 
-Exercise 1 compares the learner's key function with the store's, on namespaced
-and cluster-scoped objects. Exercise 2 runs the course's reflector against a
-scripted source and compares the versions it watched from with the learner's
-answer. Exercise 3 compares a backoff schedule with :class:`helpers.backoff.Backoff`.
+Exercise 1 runs the course's reflector through five scripted situations and
+compares what it asks for next (a WATCH or a LIST) with the learner's
+prediction. Exercise 2 runs the course's reflector against a scripted source
+and compares the versions it watched from with the learner's answer.
+Exercise 3 compares a backoff schedule with :class:`helpers.backoff.Backoff`.
 Exercise 4 runs the learner's list-and-watch loop in a thread against the real
 cluster and makes its version expire (etcd compaction of PodTemplates, which
-have no watch cache on the course's clusters).
+have no watch cache on the course's clusters); without etcd access it says it
+can't check.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import math
 import threading
 import uuid
@@ -20,46 +23,140 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import kubernetes
+from kubernetes.client.exceptions import ApiException
 
+from .. import kube
 from ..backoff import Backoff
 from ..clock import FakeClock
 from ..cluster.info import describe
 from ..etcd import EtcdClient
-from ..listwatch import ListWatch, WatchStream
+from ..listwatch import ListWatch, WatchDisconnected, WatchExpired, WatchStream
 from ..reflector import Reflector
-from ..store import Indexer, meta_namespace_key
+from ..store import Indexer
 from . import Verdict, correct, not_attempted, wrong
 
-# --- exercise 1: keys -------------------------------------------------------------------------
+# --- exercise 1: predict what the reflector does next ------------------------------------------
 
 
-def _obj(kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
-    metadata = {"name": name} if namespace is None else {"namespace": namespace, "name": name}
-    return {"kind": kind, "metadata": metadata}
+class CannotCheck(Verdict):
+    """A check that cannot judge on this cluster: it says so, and why, instead of a verdict."""
+
+    def __str__(self) -> str:
+        return f"? Exercise {self.exercise}: {self.detail}"
 
 
-_KEY_CASES: list[tuple[str, dict[str, Any]]] = [
-    ("a ConfigMap in namespace shop", _obj("ConfigMap", "apple", "shop")),
-    ("a Node", _obj("Node", "kwok-node-0")),
-    ("a Namespace", _obj("Namespace", "shop")),
-    ("a ClusterRole with an empty namespace", _obj("ClusterRole", "view", "")),
-    ("a Pod in kube-system", _obj("Pod", "etcd", "kube-system")),
-]
+SITUATIONS: dict[str, str] = {
+    "a": "the API server ends the watch when its timeoutSeconds run out",
+    "b": "the watch connection breaks in the middle of the stream",
+    "c": "the watch ends with 410 Gone (Expired)",
+    "d": "the watch request is answered 429 Too Many Requests",
+    "e": "the watch closes within a second without a single event",
+}
+
+_HINTS: dict[str, str] = {
+    "a": "a watch that the server ends on time is routine, and the version is still good",
+    "b": "a broken connection says nothing about the version: client-go's StreamWatcher "
+    "treats it as a normal close, and the reflector watches again from its last version",
+    "c": "watching again from an expired version gets the same 410 forever; only a LIST gives "
+    "a new starting point",
+    "d": "a 429 says 'slow down', not 'your version is gone': back off, then watch again (a "
+    "LIST would only add load)",
+    "e": "a watch that closes at once with nothing in it means a failing server: the "
+    "reflector counts it as an error and starts over",
+}
 
 
-def check_1(key_of: Callable[[dict[str, Any]], str] | None) -> Verdict:
-    """``key_of(obj)`` gives the store's key: ``namespace/name``, or ``name`` if cluster-scoped."""
-    if key_of is None:
-        return not_attempted("1", "set key_of to your function")
-    for description, obj in _KEY_CASES:
-        expected = meta_namespace_key(obj)
-        try:
-            got = key_of(copy.deepcopy(obj))
-        except Exception as exc:  # reported to the learner, not swallowed
-            return wrong("1", f"for {description} it raised {type(exc).__name__}: {exc}")
-        if got != expected:
-            return wrong("1", f"for {description} it gave {got!r}; the store's key is {expected!r}")
-    return correct("1", f"{len(_KEY_CASES)} objects, namespaced and cluster-scoped")
+class _Decided(BaseException):
+    """Ends a scripted run at the reflector's next request (the reflector's loop lets it pass)."""
+
+
+class _SituationStream:
+    """One watch of a situation: an event, then the situation's ending."""
+
+    def __init__(self, situation: str) -> None:
+        self._events: list[dict[str, Any]] = [] if situation == "e" else [SCRIPT_WATCH[0]]
+        self._situation = situation
+
+    def __iter__(self) -> _SituationStream:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        if self._events:
+            return copy.deepcopy(self._events.pop())
+        if self._situation == "b":
+            raise WatchDisconnected("watch of configmaps broke: connection reset by peer")
+        if self._situation == "c":
+            raise WatchExpired(
+                {"code": 410, "reason": "Expired", "message": "too old resource version: 120"}
+            )
+        raise StopIteration
+
+    def close(self) -> None:
+        pass
+
+
+class _SituationSource:
+    """A ListerWatcher that plays one situation and notes which request comes next."""
+
+    def __init__(self, situation: str) -> None:
+        self._situation = situation
+        self.lists = 0
+        self.watches = 0
+        self.next_request = ""
+
+    def list(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        self.lists += 1
+        if self.lists == 2:
+            self.next_request = "list"
+            raise _Decided
+        return copy.deepcopy(SCRIPT_LIST)
+
+    def watch(self, *args: Any, **kwargs: Any) -> _SituationStream:
+        self.watches += 1
+        if self.watches == 2:
+            self.next_request = "watch"
+            raise _Decided
+        if self._situation == "d":
+            raise ApiException(status=429, reason="Too Many Requests")
+        return _SituationStream(self._situation)
+
+
+def next_request(situation: str) -> str:
+    """Run the course's reflector through one situation: ``"watch"`` or ``"list"`` comes next."""
+    source = _SituationSource(situation)
+    backoff = Backoff(initial=0.0, jitter=0.0, clock=FakeClock())  # no wait: the script is instant
+    reflector = Reflector(source, Indexer(), name=f"exercise-1-{situation}", backoff=backoff)
+    logger = logging.getLogger("helpers.reflector")
+    was_disabled, logger.disabled = logger.disabled, True  # the scripted errors are not news
+    try:
+        with contextlib.suppress(_Decided):
+            reflector.run()
+    finally:
+        logger.disabled = was_disabled
+    return source.next_request
+
+
+def _as_request(value: Any) -> str:
+    text = str(value).strip().lower().replace("-", "")
+    return {"watch": "watch", "rewatch": "watch", "list": "list", "relist": "list"}.get(text, "")
+
+
+def check_1(answer: dict[str, str] | None) -> Verdict:
+    """``answer`` maps each situation's letter to ``"watch"`` or ``"list"``."""
+    if answer is None:
+        return not_attempted("1", 'set answer_1 to a dict such as {"a": "watch", "b": "list", ...}')
+    if not isinstance(answer, dict):
+        return wrong("1", f"{answer!r} is not a dict from the letters a to e to 'watch' or 'list'")
+    for letter, situation in SITUATIONS.items():
+        given = _as_request(answer.get(letter, answer.get(letter.upper())))
+        if not given:
+            return wrong("1", f"no 'watch' or 'list' for {letter} ({situation})")
+        expected = next_request(letter)
+        if given != expected:
+            return wrong("1", f"{letter}: not a new {given.upper()}; {_HINTS[letter]}")
+    return correct(
+        "1", "re-watch after a close, a break or a 429; re-list after a 410 or a very short watch"
+    )
 
 
 # --- exercise 2: which version does the reflector watch from? ----------------------------------
@@ -282,7 +379,13 @@ def check_4(
     if follow is None:
         return not_attempted("4", "set follow to your function")
     if describe().etcd_url is None:
-        return not_attempted("4", "this check compacts etcd, which only the local cluster exposes")
+        return CannotCheck(
+            "4",
+            "not attempted yet",
+            "can't check this on a cluster without etcd access (the check compacts etcd to make "
+            "a real 410); compare your function with solutions/ch02.py",
+        )
+    kube.ensure_namespace(api, namespace)  # after Run All the chapter has deleted it
     core = kubernetes.client.CoreV1Api(api)
     run = uuid.uuid4().hex[:6]  # so that the check can run again in the same namespace
     first = core.create_namespaced_pod_template(namespace, _pod_template("exercise-a-", run))

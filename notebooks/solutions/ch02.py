@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from helpers.listwatch import ListWatch, WatchExpired
 from helpers.store import Indexer
 
-
-def key_of(obj: dict[str, Any]) -> str:
-    metadata = obj["metadata"]
-    namespace = metadata.get("namespace") or ""  # missing and "" both mean cluster-scoped
-    return f"{namespace}/{metadata['name']}" if namespace else metadata["name"]
+# Only a 410 (the version is gone) or a very short watch (a failing server) leads back to a
+# LIST. A watch that ends on time or whose connection breaks is watched again from the last
+# version seen; so is a 429, after a backoff (a LIST would only add load).
+answer_1 = {"a": "watch", "b": "watch", "c": "list", "d": "watch", "e": "list"}
 
 
 # The first watch starts at the list's version (not at any item's); every event moves the
