@@ -29,7 +29,6 @@ import concurrent.futures
 import gc
 import json
 import os
-import resource
 import subprocess
 import sys
 import threading
@@ -48,6 +47,27 @@ PAGE_SIZE = 500
 def rss_bytes() -> int:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (VmHWM).
+
+    Not ``getrusage``'s ``ru_maxrss``: on Linux a child starts with its parent's
+    figure, so a small child reports the orchestrating parent's peak.
+    """
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    raise RuntimeError("/proc/self/status has no VmHWM line")
+
+
+def use_fast_json(impl: str) -> None:
+    """``ours-fastjson`` is ours with helpers.fastjson's one swap (orjson) installed."""
+    if impl == "ours-fastjson":
+        from helpers import fastjson
+
+        fastjson.install()
 
 
 def config_map(name: str) -> dict[str, Any]:
@@ -104,6 +124,7 @@ def _list_all(api: kubernetes.client.ApiClient, namespace: str) -> list[dict[str
 
 def measure_sync(impl: str, namespace: str, count: int) -> dict[str, Any]:
     api = kube.connect()
+    use_fast_json(impl)
     if impl.startswith("ours"):
         from helpers.informer import SharedInformer, strip_managed_fields, wait_for_cache_sync
         from helpers.listwatch import ListWatch
@@ -114,7 +135,7 @@ def measure_sync(impl: str, namespace: str, count: int) -> dict[str, Any]:
         informer = SharedInformer(
             ListWatch(api, f"/api/v1/namespaces/{namespace}/configmaps"),
             name="bench",
-            transform=strip_managed_fields if impl == "ours" else None,
+            transform=None if impl == "ours-unstripped" else strip_managed_fields,
         )
         informer.start()
         assert wait_for_cache_sync(informer.has_synced, timeout=600)
@@ -153,13 +174,14 @@ def measure_sync(impl: str, namespace: str, count: int) -> dict[str, Any]:
         "impl": impl,
         "objects": size,
         "sync_seconds": round(synced - started, 3),
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mib": peak_rss_mib(),
         "bytes_per_object": round((after - before) / size),
     }
 
 
 def measure_events(impl: str, namespace: str, since: str, events: int) -> dict[str, Any]:
     api = kube.connect()
+    use_fast_json(impl)
     done = threading.Event()
     counter = {"n": 0}
     lock = threading.Lock()
@@ -171,9 +193,10 @@ def measure_events(impl: str, namespace: str, since: str, events: int) -> dict[s
                 done.set()
 
     started = time.perf_counter()
-    if impl == "ours":
+    if impl.startswith("ours"):
+        from helpers import listwatch
         from helpers.informer import SharedInformer
-        from helpers.listwatch import ListWatch, decode_list
+        from helpers.listwatch import ListWatch
 
         class ListFromThen(ListWatch):
             """Lists the collection as it was at ``since``, so the watch replays what followed."""
@@ -182,7 +205,7 @@ def measure_events(impl: str, namespace: str, since: str, events: int) -> dict[s
                 query = [("resourceVersion", since), ("resourceVersionMatch", "Exact")]
                 response = self._get(query, (self.connect_timeout, self.list_read_timeout))
                 try:
-                    return decode_list(response.data)
+                    return listwatch.decode_list(response.data)  # fastjson may swap it
                 finally:
                     response.release_conn()
 
@@ -202,7 +225,7 @@ def measure_events(impl: str, namespace: str, since: str, events: int) -> dict[s
         informer.start()
     finished = done.wait(300)
     elapsed = time.perf_counter() - started
-    if impl == "ours":
+    if impl.startswith("ours"):
         informer.stop()  # see measure_sync for why the official one is left to exit
     assert finished, f"{impl}: only {counter['n']} of {events} events arrived"
     return {"impl": impl, "events": events, "seconds": round(elapsed, 3),
@@ -235,38 +258,107 @@ def run_child(*args: str) -> dict[str, Any]:
     return json.loads(output.stdout.strip().splitlines()[-1])
 
 
+# client-go's informer (benchmarks/go/informerbench), in the shapes we compare against.
+# "stream": client-go's default since 1.35, a watch with sendInitialEvents=true fills
+# the cache; "list": KUBE_FEATURE_WatchListClient=false, a paginated LIST as ours does.
+# "json" is what the Python informers speak; "protobuf" is what client-go's
+# clientset asks for when left alone. All strip managedFields, as ours does by default.
+GO_SYNC_VARIANTS = {
+    "client-go (stream, json)": ("json", True),
+    "client-go (list, json)": ("json", False),
+    "client-go (stream, protobuf)": ("protobuf", True),
+}
+# Replaying from a resourceVersion needs a LIST at exactly that version: list mode only.
+GO_EVENTS_VARIANTS = {"client-go (list, json)": "json", "client-go (list, protobuf)": "protobuf"}
+
+
+def run_go(program: str, label: str, streaming: bool, *args: str) -> dict[str, Any]:
+    """Run informerbench once; its JSON row, labelled, and checked for the list mode asked."""
+    environment = {**os.environ, "KUBE_FEATURE_WatchListClient": str(streaming).lower()}
+    output = subprocess.run(
+        [program, *args], capture_output=True, text=True, check=False, env=environment
+    )
+    if output.returncode != 0:
+        raise RuntimeError(f"{program} {' '.join(args)} failed: {output.stderr.strip()}")
+    row = json.loads(output.stdout.strip().splitlines()[-1])
+    want = "streaming" if streaming else "list"
+    if row["list_mode"] != want:
+        raise RuntimeError(f"{label}: client-go filled its cache by {row['list_mode']}, not {want}")
+    return {**row, "impl": label}
+
+
+def go_sync(program: str, label: str, namespace: str) -> dict[str, Any]:
+    content_type, streaming = GO_SYNC_VARIANTS[label]
+    return run_go(program, label, streaming, "-mode", "sync", "-namespace", namespace,
+                  "-strip", "-content-type", content_type)  # fmt: skip
+
+
+def go_events(program: str, label: str, since: str, events: int) -> dict[str, Any]:
+    return run_go(program, label, False, "-mode", "events", "-namespace", EVENTS_NAMESPACE,
+                  "-since", since, "-events", str(events),
+                  "-content-type", GO_EVENTS_VARIANTS[label])  # fmt: skip
+
+
+def python_impls(args: argparse.Namespace, *more: str) -> list[str]:
+    """Which Python informers to run, in the order they run."""
+    impls = ["ours"] + (["ours-fastjson"] if args.fast_json else []) + list(more)
+    return impls + ([] if args.skip_official else ["official"])
+
+
+def go_variants(args: argparse.Namespace, known: dict[str, Any]) -> list[str]:
+    """The client-go rows asked for (none without --go-program)."""
+    if not args.go_program:
+        return []
+    wanted = args.go_variants.split(",") if args.go_variants else list(known)
+    return [label for label in wanted if label in known]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["all", "sync", "events", "_sync", "_events"])
-    parser.add_argument("--impl", choices=["ours", "ours-unstripped", "official"])
+    parser.add_argument("--impl", choices=["ours", "ours-fastjson", "ours-unstripped", "official"])
+    parser.add_argument("--namespace", default=SYNC_NAMESPACE, help="sync: where the objects are")
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=5_000)
     parser.add_argument("--since")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--go-program", help="benchmarks/go's informerbench, to add client-go")
+    parser.add_argument("--go-variants", help="comma-separated client-go rows (default: all)")
+    parser.add_argument("--skip-official", action="store_true", help="leave out the official one")
+    parser.add_argument("--fast-json", action="store_true", help="add ours with helpers.fastjson")
     args = parser.parse_args()
 
     if args.command == "_sync":
-        print(json.dumps(measure_sync(args.impl, SYNC_NAMESPACE, args.count)))
+        print(json.dumps(measure_sync(args.impl, args.namespace, args.count)))
         return
     if args.command == "_events":
         print(json.dumps(measure_events(args.impl, EVENTS_NAMESPACE, args.since, args.events)))
         return
 
     api = kube.connect()
-    results: dict[str, list[dict[str, Any]]] = {"sync": [], "events": []}
+    results: dict[str, Any] = {"sync": [], "events": []}
     if args.command in ("all", "sync"):
-        total = populate(api, SYNC_NAMESPACE, args.count)
+        total = populate(api, args.namespace, args.count)
         for _ in range(args.repeat):
-            for impl in ("ours", "ours-unstripped", "official"):
-                row = run_child("_sync", "--impl", impl, "--count", str(total))
+            for impl in python_impls(args, "ours-unstripped"):
+                row = run_child("_sync", "--impl", impl, "--count", str(total),
+                                "--namespace", args.namespace)  # fmt: skip
+                print(json.dumps(row), file=sys.stderr)
+                results["sync"].append(row)
+            for label in go_variants(args, GO_SYNC_VARIANTS):
+                row = go_sync(args.go_program, label, args.namespace)
                 print(json.dumps(row), file=sys.stderr)
                 results["sync"].append(row)
     if args.command in ("all", "events"):
         for _ in range(args.repeat):
-            since = prepare_events(api, args.events)
-            for impl in ("ours", "official"):
+            since = results["events_since"] = prepare_events(api, args.events)
+            for impl in python_impls(args):
                 row = run_child("_events", "--impl", impl, "--since", since,
                                 "--events", str(args.events))  # fmt: skip
+                print(json.dumps(row), file=sys.stderr)
+                results["events"].append(row)
+            for label in go_variants(args, GO_EVENTS_VARIANTS):
+                row = go_events(args.go_program, label, since, args.events)
                 print(json.dumps(row), file=sys.stderr)
                 results["events"].append(row)
     print(json.dumps(results, indent=2))

@@ -27,7 +27,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,12 +94,24 @@ func settledMemory() (rss int64, heap uint64) {
 	return rssBytes(), stats.HeapAlloc
 }
 
+// peakRSSMiB is VmHWM, not getrusage's Maxrss: on Linux a child starts with
+// its parent's Maxrss, so a small child would report the parent's peak.
 func peakRSSMiB() float64 {
-	var usage syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
-		fail("getrusage: %v", err)
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		fail("reading /proc/self/status: %v", err)
 	}
-	return float64(usage.Maxrss) / 1024
+	for _, line := range strings.Split(string(raw), "\n") {
+		if fields := strings.Fields(line); len(fields) >= 2 && fields[0] == "VmHWM:" {
+			kib, err := strconv.ParseFloat(fields[1], 64)
+			if err != nil {
+				fail("parsing VmHWM: %v", err)
+			}
+			return kib / 1024
+		}
+	}
+	fail("/proc/self/status has no VmHWM line")
+	return 0
 }
 
 func fail(format string, args ...any) {
