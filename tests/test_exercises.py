@@ -14,34 +14,45 @@ pytestmark = pytest.mark.cluster
 
 
 def test_ch00_exercise_1(api: kubernetes.client.ApiClient, namespace: str) -> None:
-    assert ch00.check_1(api, namespace).state == "not attempted yet"
+    assert ch00.check_1(None, api, namespace).state == "not attempted yet"
+    verdict = ch00.check_1((True, True), api, namespace)
+    assert verdict.state == "wrong" and "Hint" in verdict.detail
+    assert ch00.check_1("no", api, namespace).state == "wrong"
+    assert ch00.check_1(solutions00.answer_1, api, namespace).correct
+
+
+def test_ch00_exercise_1_brings_a_deleted_namespace_back(api: kubernetes.client.ApiClient) -> None:
+    """After Run All the chapter's last cell has deleted its namespace; the check still judges."""
+    gone = "ch00-exercise-gone"
     core = kubernetes.client.CoreV1Api(api)
-    core.create_namespaced_config_map(
-        namespace, {"metadata": {"name": "exercise-1"}, "data": {"answer": "41"}}
-    )
-    verdict = ch00.check_1(api, namespace)
-    assert verdict.state == "wrong" and "41" in verdict.detail
-    core.delete_namespaced_config_map("exercise-1", namespace)
-    solutions00.solve_1(api, namespace)
-    assert ch00.check_1(api, namespace).correct
+    try:
+        assert ch00.check_1(solutions00.answer_1, api, gone).correct
+    finally:
+        core.delete_namespace(gone)
 
 
 def test_ch00_exercise_2(api: kubernetes.client.ApiClient) -> None:
     assert ch00.check_2(None, api).state == "not attempted yet"
-    assert ch00.check_2("/api/v1/namespaces/shop/deployments/web", api).state == "wrong"
+    verdict = ch00.check_2("/api/v1/namespaces/shop/deployments/web", api)
+    assert verdict.state == "wrong" and "/apis/<group>/<version>" in verdict.detail
+    verdict = ch00.check_2("/apis/apps/v1/deployments/web", api)
+    assert verdict.state == "wrong" and "/namespaces/" in verdict.detail
     assert ch00.check_2(solutions00.answer_2, api).correct
 
 
-def test_ch00_exercise_3(api: kubernetes.client.ApiClient, namespace: str) -> None:
-    assert ch00.check_3(api, namespace).state == "not attempted yet"
-    solutions00.solve_3(api, namespace)
-    assert ch00.check_3(api, namespace).correct
-    kubernetes.client.CustomObjectsApi(api).patch_namespaced_custom_object(
-        "samplecontroller.k8s.io", "v1alpha1", namespace, "foos", "exercise-foo",
-        {"spec": {"replicas": 2}},
-    )  # fmt: skip
-    verdict = ch00.check_3(api, namespace)
-    assert verdict.state == "wrong" and "replicas" in verdict.detail
+def test_ch00_exercise_3(api: kubernetes.client.ApiClient) -> None:
+    assert ch00.check_3(None, api).state == "not attempted yet"
+
+    def always_apis(api_version, resource, namespace=None, name=None):  # type: ignore[no-untyped-def]
+        return solutions00.path_for(api_version, resource, namespace, name).replace(
+            "/api/v1", "/apis/v1"
+        )
+
+    verdict = ch00.check_3(always_apis, api)
+    assert verdict.state == "wrong" and "/api/v1, not /apis" in verdict.detail
+    verdict = ch00.check_3(lambda api_version, resource, namespace, name: 1 / 0, api)
+    assert verdict.state == "wrong" and "ZeroDivisionError" in verdict.detail
+    assert ch00.check_3(solutions00.path_for, api).correct
 
 
 def test_ch01_exercise_1(api: kubernetes.client.ApiClient, namespace: str) -> None:
@@ -62,6 +73,16 @@ def test_ch01_exercise_2(api: kubernetes.client.ApiClient, namespace: str) -> No
     verdict = ch01.check_2((410, "Gone"), api, namespace)
     assert verdict.state == "wrong" and "reason" in verdict.detail
     assert ch01.check_2(solutions01.answer_2, api, namespace).correct
+    assert ch01.check_2(410, api, namespace).state == "wrong"
+
+
+def test_ch01_exercise_2_says_it_cannot_judge_without_etcd(
+    api: kubernetes.client.ApiClient, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CFS_WITHOUT_ETCD", "1")
+    verdict = ch01.check_2(solutions01.answer_2, api, namespace)
+    assert not verdict.correct and verdict.state != "wrong"
+    assert "can't check this on a cluster without etcd access" in str(verdict)
 
 
 def test_ch01_exercise_2_hands_the_pool_no_half_read_stream(

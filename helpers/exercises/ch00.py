@@ -1,62 +1,176 @@
-"""Checks for chapter 00's exercises (setup and a tour of the API)."""
+"""Checks for chapter 00's exercises (setup and a tour of the API).
+
+Exercise 1 asks for a prediction and the check makes the two writes for real;
+exercises 2 and 3 are judged against the paths the Python client itself
+requests (recorded with :class:`RequestLog`), so they cannot drift from it.
+None of them needs etcd access. Exercise 1 brings the chapter's namespace back
+first: after "Run All" its last cell has deleted it.
+"""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
+from .. import kube
 from ..request_log import RequestLog
 from . import Verdict, correct, not_attempted, wrong
 
-FOO_GROUP, FOO_VERSION, FOO_PLURAL = "samplecontroller.k8s.io", "v1alpha1", "foos"
+# --- exercise 1: predict what a write does to resourceVersion ---------------------------------
 
 
-def check_1(api: kubernetes.client.ApiClient, namespace: str) -> Verdict:
-    """A ConfigMap ``exercise-1`` whose data is exactly {"answer": "42"}."""
+def _versions_after_patches(api: kubernetes.client.ApiClient, namespace: str) -> list[str]:
+    """resourceVersions of a fresh ConfigMap: created, after a no-op PATCH, after a label PATCH."""
+    kube.ensure_namespace(api, namespace)
+    core = kubernetes.client.CoreV1Api(api)
+    created = core.create_namespaced_config_map(
+        namespace,
+        {"metadata": {"generateName": "exercise-1-"}, "data": {"message": "hello"}},
+    )
+    name = created.metadata.name
     try:
-        config_map = kubernetes.client.CoreV1Api(api).read_namespaced_config_map(
-            "exercise-1", namespace
+        same = core.patch_namespaced_config_map(name, namespace, {"data": {"message": "hello"}})
+        label = core.patch_namespaced_config_map(
+            name, namespace, {"metadata": {"labels": {"seen": "yes"}}}
         )
-    except ApiException as exc:
-        if exc.status == 404:
-            return not_attempted("1", f"no ConfigMap 'exercise-1' in namespace {namespace} yet")
-        raise
-    data = config_map.data or {}
-    if data != {"answer": "42"}:
-        return wrong("1", f"its data is {data}, not {{'answer': '42'}}")
-    return correct("1")
+    finally:
+        core.delete_namespaced_config_map(name, namespace)
+    return [
+        created.metadata.resource_version,
+        same.metadata.resource_version,
+        label.metadata.resource_version,
+    ]
+
+
+def check_1(
+    answer: tuple[bool, bool] | None, api: kubernetes.client.ApiClient, namespace: str
+) -> Verdict:
+    """``(does a PATCH that changes nothing change resourceVersion, does a label-only PATCH)``."""
+    if answer is None:
+        return not_attempted("1", "set answer_1 to a tuple of two booleans, such as (True, False)")
+    try:
+        no_op, label_only = answer
+    except (TypeError, ValueError):
+        return wrong("1", "answer_1 should be a tuple of two booleans: (no-op PATCH, label PATCH)")
+    created, same, labelled = _versions_after_patches(api, namespace)
+    if bool(no_op) != (same != created):
+        return wrong(
+            "1",
+            f"the PATCH that changes nothing {'does not change' if no_op else 'changes'} it. "
+            "Hint: the API server compares the patched object with the stored one before it "
+            "writes to etcd; what would it have to write?",
+        )
+    if bool(label_only) != (labelled != same):
+        return wrong(
+            "1",
+            f"the label-only PATCH {'does not change' if label_only else 'changes'} it. "
+            "Hint: labels are part of the stored object like data; does anything skip a write?",
+        )
+    return correct(
+        "1",
+        f"measured {created} -> {same} (no-op: nothing stored, no new version) -> {labelled} "
+        "(a label is a change like any other)",
+    )
+
+
+# --- exercises 2 and 3: request paths -------------------------------------------------------
+
+
+def _recorded_path(api: kubernetes.client.ApiClient, call: Callable[[], Any]) -> str:
+    """The path of the one request ``call`` makes; a 404 is fine, only the path matters."""
+    with RequestLog(api) as log, contextlib.suppress(ApiException):
+        call()
+    return log.requests[0].path
+
+
+def _path_hint(answer: str, expected: str) -> str:
+    """One hint at the first part of a path that differs from what the client requests."""
+    if expected.startswith("/apis/") and answer.startswith("/api/"):
+        return (
+            "only the core group (ConfigMaps, Pods, Nodes) lives under /api/v1; "
+            "every other group under /apis/<group>/<version>"
+        )
+    if expected.startswith("/api/") and answer.startswith("/apis/"):
+        return "the core group (apiVersion 'v1', no group name) lives under /api/v1, not /apis"
+    if ("/namespaces/" in expected) != ("/namespaces/" in answer):
+        return (
+            "a namespaced object's path has /namespaces/<namespace>/ before the resource; "
+            "a cluster-scoped one, or a list across all namespaces, has none"
+        )
+    return (
+        "the order is /apis/<group>/<version>/namespaces/<namespace>/<resource>/<name>, "
+        "with the resource in the plural"
+    )
 
 
 def check_2(answer: str | None, api: kubernetes.client.ApiClient) -> Verdict:
     """The request path for reading Deployment ``web`` in namespace ``shop``."""
     if not answer:
         return not_attempted("2", "set answer_2 to a path such as '/api/v1/...'")
-    # Ask the client itself which path it uses, so the check cannot drift from it.
-    # A 404 is expected (there is no such Deployment): only the path matters.
-    with RequestLog(api) as log, contextlib.suppress(ApiException):
-        kubernetes.client.AppsV1Api(api).read_namespaced_deployment("web", "shop")
-    expected = log.requests[0].path
+    if not isinstance(answer, str):
+        return wrong("2", "answer_2 should be a string, such as '/api/v1/...'")
+    expected = _recorded_path(
+        api, lambda: kubernetes.client.AppsV1Api(api).read_namespaced_deployment("web", "shop")
+    )
     if answer.strip().rstrip("/") != expected:
-        return wrong("2", f"{answer!r} is not the path the client requests")
+        return wrong(
+            "2",
+            f"{answer!r} is not the path the client requests. Hint: {_path_hint(answer, expected)}",
+        )
     return correct("2", expected)
 
 
-def check_3(api: kubernetes.client.ApiClient, namespace: str) -> Verdict:
-    """A Foo ``exercise-foo`` asking for 3 replicas of Deployment ``exercise-web``."""
+EXERCISE_3_CASES: list[tuple[tuple[str, str, str | None, str | None], str]] = [
+    (("v1", "configmaps", "shop", "greeting"), "read_namespaced_config_map"),
+    (("apps/v1", "deployments", "shop", None), "list_namespaced_deployment"),
+    (("v1", "nodes", None, "worker"), "read_node"),
+    (("samplecontroller.k8s.io/v1alpha1", "foos", "shop", "example-foo"), "get_foo"),
+    (("apps/v1", "deployments", None, None), "list_deployment_for_all_namespaces"),
+]
+"""Exercise 3: (path_for's arguments, the client call whose path it must equal)."""
+
+
+def _client_call(api: kubernetes.client.ApiClient, name: str) -> Callable[[], Any]:
+    core, apps = kubernetes.client.CoreV1Api(api), kubernetes.client.AppsV1Api(api)
     custom = kubernetes.client.CustomObjectsApi(api)
-    try:
-        foo = custom.get_namespaced_custom_object(
-            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, "exercise-foo"
-        )
-    except ApiException as exc:
-        if exc.status == 404:
-            return not_attempted("3", f"no Foo 'exercise-foo' in namespace {namespace} yet")
-        raise
-    spec = foo.get("spec") or {}
-    if spec.get("deploymentName") != "exercise-web":
-        return wrong("3", f"spec.deploymentName is {spec.get('deploymentName')!r}")
-    if spec.get("replicas") != 3:
-        return wrong("3", f"spec.replicas is {spec.get('replicas')!r}, not 3")
-    return correct("3")
+    return {
+        "read_namespaced_config_map": lambda: core.read_namespaced_config_map("greeting", "shop"),
+        "list_namespaced_deployment": lambda: apps.list_namespaced_deployment("shop", limit=1),
+        "read_node": lambda: core.read_node("worker"),
+        "get_foo": lambda: custom.get_namespaced_custom_object(
+            "samplecontroller.k8s.io", "v1alpha1", "shop", "foos", "example-foo"
+        ),
+        "list_deployment_for_all_namespaces": lambda: apps.list_deployment_for_all_namespaces(
+            limit=1
+        ),
+    }[name]
+
+
+def check_3(path_for: Callable[..., str] | None, api: kubernetes.client.ApiClient) -> Verdict:
+    """``path_for(api_version, resource, namespace, name)`` returns the client's REST path."""
+    if path_for is None:
+        return not_attempted("3", "set path_for to your function")
+    for args, call in EXERCISE_3_CASES:
+        expected = _recorded_path(api, _client_call(api, call))
+        try:
+            got = path_for(*args)
+        except Exception as exc:  # reported to the learner, with where it happened
+            return wrong(
+                "3",
+                f"path_for{args} raised {type(exc).__name__}: {exc}. Hint: namespace and name "
+                "may be None (a cluster-scoped resource, a list)",
+            )
+        if not isinstance(got, str) or got.rstrip("/") != expected:
+            return wrong(
+                "3",
+                f"path_for{args} gave {got!r}, the client requests {expected!r}. "
+                f"Hint: {_path_hint(got if isinstance(got, str) else '', expected)}",
+            )
+    return correct(
+        "3",
+        f"all {len(EXERCISE_3_CASES)} paths match the client's; chapter 01's ListWatch takes these",
+    )

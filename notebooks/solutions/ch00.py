@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import kubernetes
-
-
-def solve_1(api: kubernetes.client.ApiClient, namespace: str) -> None:
-    kubernetes.client.CoreV1Api(api).create_namespaced_config_map(
-        namespace, {"metadata": {"name": "exercise-1"}, "data": {"answer": "42"}}
-    )
-
+# A PATCH that changes nothing is not written to etcd, so the version stays; a label is part
+# of the stored object, so a label-only PATCH is a write like any other and gets a new one.
+answer_1 = (False, True)
 
 answer_2 = "/apis/apps/v1/namespaces/shop/deployments/web"
 
 
-def solve_3(api: kubernetes.client.ApiClient, namespace: str) -> None:
-    kubernetes.client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "samplecontroller.k8s.io", "v1alpha1", namespace, "foos",
-        {
-            "apiVersion": "samplecontroller.k8s.io/v1alpha1",
-            "kind": "Foo",
-            "metadata": {"name": "exercise-foo"},
-            "spec": {"deploymentName": "exercise-web", "replicas": 3},
-        },
-    )  # fmt: skip
+def path_for(
+    api_version: str, resource: str, namespace: str | None = None, name: str | None = None
+) -> str:
+    """The REST path of a collection or an object, as the client builds it."""
+    root = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    path = root + (f"/namespaces/{namespace}" if namespace else "") + f"/{resource}"
+    return path + (f"/{name}" if name else "")
