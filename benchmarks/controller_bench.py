@@ -18,7 +18,8 @@ defaults, QPS 5 and burst 10, which sample-controller does not change. One
 difference remains: sample-controller builds two clientsets (one for
 Deployments, one for Foos) and each has its own 5/10 token bucket, while our
 program paces its one client, so ours spends at most half the requests per
-second; ``--ours-qps``/``--ours-burst`` can give it the same total.
+second; ``--ours-pacing 5/10,10/20`` (the default) runs ours both ways, the second
+with the same total as sample-controller's two buckets.
 
 The cluster's two kwok workers hold 110 Pods each, so N x R stays under 220.
 Needs the local control plane (``make up``; KUBECONFIG as
@@ -83,9 +84,9 @@ def run_once(
     api = kube.connect()
     core = kubernetes.client.CoreV1Api(api)
     custom = kubernetes.client.CustomObjectsApi(api)
-    namespace = f"cbench-{name}-{uuid.uuid4().hex[:6]}"
+    namespace = f"cbench-{name.split()[0]}-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": namespace}})
-    log_file = Path(tempfile.mkstemp(prefix=f"cbench-{name}-", suffix=".log")[1])
+    log_file = Path(tempfile.mkstemp(prefix=f"cbench-{name.split()[0]}-", suffix=".log")[1])
     with log_file.open("w") as log:
         process = subprocess.Popen(
             [*command, "--kubeconfig", str(kube.default_kubeconfig())]
@@ -137,13 +138,26 @@ def run_once(
     }
 
 
+def pacing(text: str) -> tuple[float, int]:
+    """``5/10`` as (QPS 5.0, burst 10)."""
+    qps, _, burst = text.partition("/")
+    try:
+        return float(qps), int(burst)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"pacing is QPS/BURST, like 5/10, not {text!r}") from None
+
+
 def controllers(
-    sample_controller: Path | None, ours_qps: float, ours_burst: int
+    sample_controller: Path | None, ours_pacing: list[tuple[float, int]]
 ) -> dict[str, tuple[list[str], bool]]:
     """Each controller's command line, and whether it takes ``--namespace``."""
-    ours = [sys.executable, "-m", "helpers.program", "--workers", "2",
-            "--kube-api-qps", str(ours_qps), "--kube-api-burst", str(ours_burst)]  # fmt: skip
-    found: dict[str, tuple[list[str], bool]] = {"ours": (ours, True)}
+    found: dict[str, tuple[list[str], bool]] = {}
+    for qps, burst in ours_pacing:
+        found[f"ours (QPS {qps:g}, burst {burst})"] = (
+            [sys.executable, "-m", "helpers.program", "--workers", "2",
+             "--kube-api-qps", str(qps), "--kube-api-burst", str(burst)],
+            True,
+        )  # fmt: skip
     if sample_controller is not None:
         # Its workers (2), limiter and client pacing are fixed in its main.go.
         found["sample-controller"] = ([str(sample_controller)], False)
@@ -156,8 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--sample-controller", type=Path, help="the built Go binary")
-    parser.add_argument("--ours-qps", type=float, default=5.0)
-    parser.add_argument("--ours-burst", type=int, default=10)
+    parser.add_argument(
+        "--ours-pacing", default="5/10,10/20",
+        type=lambda text: [pacing(part) for part in text.split(",")],
+        help="our client's QPS/burst, one run each (10/20 is sample-controller's two buckets)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.foos * args.replicas > POD_CAPACITY:
         parser.error(
@@ -166,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     for _ in range(args.repeat):
         for name, (command, namespaced) in controllers(
-            args.sample_controller, args.ours_qps, args.ours_burst
+            args.sample_controller, args.ours_pacing
         ).items():
             row = run_once(command, name, args.foos, args.replicas, namespaced)
             print(json.dumps(row), flush=True)
