@@ -38,7 +38,9 @@ up: setup
 	$(PY) -m helpers.cluster up
 
 # JupyterLab refuses to run as root unless told; containers and CI machines often are root.
+# jupyter/ holds the course's settings: no news pop-up, kernels over CurveZMQ (see its README).
 lab: setup
+	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
 	KUBECONFIG="$$($(PY) -m helpers.cluster kubeconfig)" $(VENV)/bin/jupyter lab notebooks/ \
 	  $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
