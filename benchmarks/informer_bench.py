@@ -309,7 +309,10 @@ def go_variants(args: argparse.Namespace, known: dict[str, Any]) -> list[str]:
     """The client-go rows asked for (none without --go-program)."""
     if not args.go_program:
         return []
-    wanted = args.go_variants.split(",") if args.go_variants else list(known)
+    wanted = args.go_variants.split(";") if args.go_variants else list(known)
+    unknown = [label for label in wanted if label not in GO_SYNC_VARIANTS | GO_EVENTS_VARIANTS]
+    if unknown:
+        raise SystemExit(f"unknown --go-variants {unknown}; known: {list(known)}")
     return [label for label in wanted if label in known]
 
 
@@ -323,7 +326,7 @@ def main() -> None:
     parser.add_argument("--since")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--go-program", help="benchmarks/go's informerbench, to add client-go")
-    parser.add_argument("--go-variants", help="comma-separated client-go rows (default: all)")
+    parser.add_argument("--go-variants", help="client-go rows, separated by ';' (default: all)")
     parser.add_argument("--skip-official", action="store_true", help="leave out the official one")
     parser.add_argument("--fast-json", action="store_true", help="add ours with helpers.fastjson")
     args = parser.parse_args()

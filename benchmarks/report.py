@@ -126,7 +126,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         rows = python_bench(
             "sync", "--count", str(count), "--namespace", scale_namespace(count, args.count),
             "--skip-official", "--fast-json", "--repeat", "1", "--go-program", go,
-            "--go-variants", f"{GO_LIKE_OURS},{GO_DEFAULT}",
+            "--go-variants", f"{GO_LIKE_OURS};{GO_DEFAULT}",
         )["sync"]  # fmt: skip
         results["scaling"] += [{**row, "count": count} for row in rows]
     results["load"]["after_scaling"] = loadavg()
