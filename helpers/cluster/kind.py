@@ -23,6 +23,49 @@ from .progress import step
 
 KIND_CONFIG = Path(__file__).resolve().parents[2] / "kind-config.yaml"
 SETUP_TIMEOUT_SECONDS = 300
+COURSE_IMAGES = (
+    "nginx:latest",  # the Foo controller's Deployments (chapters 05-08)
+    "nginx:1.27",  # chapter 06's exercise
+    "busybox:latest",  # Pod templates in chapters 01-05 and their exercises
+    "registry.k8s.io/pause:3.9",  # chapter 07's Deployments, before the rollout
+    "registry.k8s.io/pause:3.10",  # and after it
+)
+"""Every image a Pod of the course runs (tests/test_kind_preload.py finds them in the chapters).
+
+On kind a real kubelet pulls them; ``up`` loads them into the nodes beforehand, so that no
+chapter waits on a registry (or fails without one) during a workshop."""
+IMAGES_ARCHIVE = "course-images.tar"
+"""For an offline day: ``docker save`` writes it before, ``docker load`` reads it on the day."""
+
+
+def preload_commands(cluster: str, images: tuple[str, ...], present: set[str]) -> list[list[str]]:
+    """The commands that put ``images`` into kind cluster ``cluster``'s nodes.
+
+    Images not yet in the local Docker engine (``present``) are pulled first;
+    then one ``kind load docker-image`` copies them all into every node.
+    """
+    pulls = [["docker", "pull", image] for image in images if image not in present]
+    return [*pulls, ["kind", "load", "docker-image", "--name", cluster, *images]]
+
+
+def offline_commands(images: tuple[str, ...] = COURSE_IMAGES) -> dict[str, list[list[str]]]:
+    """What a facilitator runs for a day without a registry: before (online), and on the day."""
+    return {
+        "before": [*(["docker", "pull", image] for image in images),
+                   ["docker", "save", "-o", IMAGES_ARCHIVE, *images]],
+        "on the day": [["docker", "load", "-i", IMAGES_ARCHIVE]],
+    }  # fmt: skip
+
+
+def images_present(images: tuple[str, ...]) -> set[str]:
+    """Those of ``images`` the local Docker engine already has."""
+    present = set()
+    for image in images:
+        found = subprocess.run(["docker", "image", "inspect", image], capture_output=True,
+                               check=False, timeout=30)  # fmt: skip
+        if found.returncode == 0:
+            present.add(image)
+    return present
 
 
 def docker_available() -> bool:
@@ -96,6 +139,11 @@ class KindCluster:
                     "--kubeconfig", str(self.kubeconfig), "--wait", f"{SETUP_TIMEOUT_SECONDS}s",
                 )  # fmt: skip
         self.kubeconfig.chmod(0o600)  # it holds the cluster's admin credentials
+        with step(f"loading the {len(COURSE_IMAGES)} images the chapters' Pods run into the nodes"):
+            for command in preload_commands(
+                self.name, COURSE_IMAGES, images_present(COURSE_IMAGES)
+            ):
+                self._run(command)
         api = kube.connect(self.kubeconfig, self.context)
         with step("installing the Foo CRD"):
             bootstrap.install_foo_crd(api, SETUP_TIMEOUT_SECONDS)
@@ -134,10 +182,18 @@ class KindCluster:
         self.kubeconfig.chmod(0o600)
 
     def _kind(self, *args: str) -> None:
-        result = subprocess.run(["kind", *args], capture_output=True, text=True, check=False)
+        self._run(["kind", *args])
+
+    def _run(self, command: list[str]) -> None:
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             tail = "\n".join(result.stderr.strip().splitlines()[-10:])
+            if command[0] == "docker":
+                raise CourseError(
+                    f"`{' '.join(command)}` failed:\n{tail}",
+                    "check the network, or load the images offline: docs/facilitator.md says how.",
+                )
             raise CourseError(
-                f"`kind {' '.join(args[:2])}` failed:\n{tail}",
+                f"`{' '.join(command[:3])}` failed:\n{tail}",
                 "check that Docker has at least 4 GB of memory, then run the command again.",
             )
