@@ -159,11 +159,12 @@ def check_3(path_for: Callable[..., str] | None, api: kubernetes.client.ApiClien
         try:
             got = path_for(*args)
         except Exception as exc:  # reported to the learner, with where it happened
-            return wrong(
-                "3",
-                f"path_for{args} raised {type(exc).__name__}: {exc}. Hint: namespace and name "
-                "may be None (a cluster-scoped resource, a list)",
+            hint = (
+                "path_for takes four arguments: (api_version, resource, namespace, name)"
+                if isinstance(exc, TypeError)
+                else "namespace and name may be None (a cluster-scoped resource, a list)"
             )
+            return wrong("3", f"path_for{args} raised {type(exc).__name__}: {exc}. Hint: {hint}")
         if not isinstance(got, str) or got.rstrip("/") != expected:
             return wrong(
                 "3",
