@@ -290,8 +290,9 @@ class QueueMonitor:
     A :class:`LiveFigure` (``self.live``) whose thread, named
     ``queue-monitor-<queue name>``, samples the queue (a :class:`QueueSampler`,
     ``self.sampler``) every ``interval`` seconds and redraws every ``refresh``
-    seconds. ``workers`` (optional)
-    draws a line at the number of workers, the ceiling for in-flight items.
+    seconds. The depth has a red mark where a retry joined the line; the items in
+    flight have a strip of their own under it, where ``workers`` (optional) draws a
+    line at the number of workers, the ceiling for in-flight items.
     Use it as a context manager, or call ``start()`` and ``stop()``; ``show``
     decides whether to display a widget (default: only inside a Jupyter kernel).
     """
