@@ -116,7 +116,8 @@ def lab() -> Iterator[str]:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        # The course's Jupyter settings, as `make lab` uses them (no news pop-up over outputs).
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "JUPYTER_CONFIG_PATH": str(ROOT / "jupyter")}
         server = subprocess.Popen(
             [
                 str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser",
