@@ -13,11 +13,12 @@ Workloads (the namespaces informer_bench.py populates first):
 ``sync``
     start a SharedInformer on ``bench-sync`` and wait until it has synced.
 ``events``
-    replay ``--events`` updates from ``--since`` (informer_bench.py's ListFromThen).
+    make ``--events`` updates, then replay them (informer_bench.py's ListFromThen);
+    ``--since`` replays from an older resourceVersion instead.
 
 With ``--fast-json`` the same runs use :mod:`helpers.fastjson` (orjson).
 
-Run: PYTHONPATH=. .venv/bin/python benchmarks/profile_informer.py sync|events [--since RV]
+Run: PYTHONPATH=. .venv/bin/python benchmarks/profile_informer.py sync|events
          [--events 5000] [--fast-json] [--top 12]
 """
 
@@ -170,6 +171,14 @@ def run_events(namespace: str, since: str, events: int) -> Callable[[], float]:
     return go
 
 
+def fresh_updates(events: int) -> str:
+    """Make ``events`` updates now (as informer_bench does); the resourceVersion before them."""
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    import informer_bench
+
+    return informer_bench.prepare_events(kube.connect(), events)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=["sync", "events"])
@@ -185,10 +194,10 @@ def main() -> None:
     if args.workload == "sync":
         work = run_sync("bench-sync")
     else:
-        if not args.since:
-            parser.error("events needs --since (informer_bench.prepare_events prints none; "
-                         "run_all passes it)")  # fmt: skip
-        work = run_events("bench-events", args.since, args.events)
+        # A fresh resourceVersion unless given: the API server compacts old
+        # versions every few minutes, after which a list at one answers 410 Gone.
+        since = args.since or fresh_updates(args.events)
+        work = run_events("bench-events", since, args.events)
     with profile_all_threads() as profiles:
         seconds = work()
     result = {"workload": args.workload, "fast_json": args.fast_json, "seconds": round(seconds, 3)}

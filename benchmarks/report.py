@@ -120,6 +120,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "all", "--count", str(args.count), "--events", str(args.events), "--fast-json", *common
     )
     results["load"]["after_informer"] = loadavg()
+    save(results)
 
     results["scaling"] = []
     for count in args.scale:
@@ -130,6 +131,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         )["sync"]  # fmt: skip
         results["scaling"] += [{**row, "count": count} for row in rows]
     results["load"]["after_scaling"] = loadavg()
+    save(results)
 
     if not args.skip_controllers:
         results["controllers"] = json_lines(
@@ -138,22 +140,27 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
              "--sample-controller", str(programs["sample-controller"])]
         )  # fmt: skip
         results["load"]["after_controllers"] = loadavg()
+        save(results)
 
     if not args.skip_profile:
-        since = results["informer"].get("events_since")
         results["profile"] = []
         for fast in (False, True):
             extra = ["--fast-json"] if fast else []
             results["profile"] += json_lines(
                 [sys.executable, str(HERE / "profile_informer.py"), "sync", *extra]
             )
-            if since:
-                results["profile"] += json_lines(
-                    [sys.executable, str(HERE / "profile_informer.py"), "events", "--since",
-                     since, "--events", str(args.events), *extra]
-                )  # fmt: skip
+            results["profile"] += json_lines(
+                [sys.executable, str(HERE / "profile_informer.py"), "events",
+                 "--events", str(args.events), *extra]
+            )  # fmt: skip
+            save(results)
     results["load"]["end"] = loadavg()
     return results
+
+
+def save(results: dict[str, Any]) -> None:
+    """Keep what is measured so far: a failure later must not lose it (see --render-only)."""
+    RESULTS_JSON.write_text(json.dumps(results, indent=1) + "\n")
 
 
 def scale_namespace(count: int, main_count: int) -> str:
@@ -370,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         results = json.loads(RESULTS_JSON.read_text())
     else:
         results = measure(args)
-        RESULTS_JSON.write_text(json.dumps(results, indent=1) + "\n")
+        save(results)
     write_results_md(render(results))
     print(f"wrote {RESULTS_MD.relative_to(ROOT)} and {RESULTS_JSON.relative_to(ROOT)}")
     return 0
