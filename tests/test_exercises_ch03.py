@@ -25,6 +25,9 @@ def test_ch03_exercise_1(api: kubernetes.client.ApiClient, namespace: str) -> No
     held_back = ch03.check_1((2, 0), api, namespace)
     assert held_back.state == "wrong" and "thread" in held_back.detail
     assert ch03.check_1(solutions.answer_1, api, namespace).correct
+    kubernetes.client.CoreV1Api(api).delete_namespace(namespace)
+    verdict = ch03.check_3(solutions.DeleteCounter, api, namespace)
+    assert verdict.correct or "can't check this" in str(verdict)
 
 
 def test_ch03_exercise_2() -> None:
@@ -76,3 +79,6 @@ def test_ch03_checks_after_run_all(api: kubernetes.client.ApiClient, namespace: 
     kubernetes.client.CoreV1Api(api).delete_namespace(namespace)
     assert ch03.check_4(solutions.answer_4, api, namespace).correct
     assert ch03.check_1(solutions.answer_1, api, namespace).correct
+    kubernetes.client.CoreV1Api(api).delete_namespace(namespace)
+    verdict = ch03.check_3(solutions.DeleteCounter, api, namespace)
+    assert verdict.correct or "can't check this" in str(verdict)

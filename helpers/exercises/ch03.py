@@ -120,8 +120,8 @@ def check_1(answer: Any, api: kubernetes.client.ApiClient, namespace: str) -> Ve
     if heard != measured[1]:
         return wrong(
             "1",
-            f"the other handler heard {measured[1]}, not {heard}: it has a thread and a buffer "
-            "of its own, so nothing the stuck one does holds it back",
+            f"the other handler did not hear {heard}: it has a thread and a buffer of its "
+            "own, so nothing the stuck one does holds it back; how many changes were made?",
         )
     if waiting == measured[0] + 1:
         return wrong("1", "the change the stuck handler is in the middle of has left its buffer")
@@ -132,7 +132,11 @@ def check_1(answer: Any, api: kubernetes.client.ApiClient, namespace: str) -> Ve
             "is a notification of its own, and the informer never waits for a handler",
         )
     if waiting != measured[0]:
-        return wrong("1", f"{waiting} waiting is not what the informer did ({measured[0]})")
+        return wrong(
+            "1",
+            f"{waiting} waiting is too many: one change is in the stuck call, and the informer "
+            "hands each handler every change once",
+        )
     return correct(
         "1",
         f"{tuple(measured)}: one change in the stuck call, {measured[0]} in its buffer, "
