@@ -3,14 +3,15 @@
 #   make course   set up Python, start a cluster, open the course in JupyterLab
 #   make test     set up Python, start the local control plane, run every test and notebook
 #
-# Smaller steps: make setup | up | lab | status | down | lint | export
+# Smaller steps: make setup | up | lab | status | down | lint | export | preflight
+# Workshops (docs/facilitator.md): make workshop-up ATTENDEES=alice,bob | make workshop-down
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: course test test-browser setup up lab status down lint export
+.PHONY: course test test-browser setup up lab status down lint export preflight workshop-up workshop-down
 
 course: up lab
 
@@ -57,3 +58,16 @@ lint: setup
 # The chapters write helpers/: after editing a `#| export` cell, regenerate the modules.
 export: setup
 	$(PY) -m helpers.export
+
+# Is this machine and the cluster (KUBECONFIG, else the course's) ready? One table, exit 1 on a problem.
+preflight: setup
+	$(PY) -m helpers.cluster.preflight
+
+# A shared cluster for a workshop: namespaces, a ServiceAccount and a kubeconfig per attendee.
+ATTENDEES ?=
+workshop-up: setup
+	@[ -n "$(ATTENDEES)" ] || { echo "error: name the attendees: make workshop-up ATTENDEES=alice,bob"; exit 2; }
+	$(PY) -m helpers.cluster.workshop up --attendees "$(ATTENDEES)"
+
+workshop-down: setup
+	$(PY) -m helpers.cluster.workshop down $(if $(ATTENDEES),--attendees "$(ATTENDEES)")

@@ -102,3 +102,9 @@ def test_up_loads_the_images_after_creating_the_cluster(
     assert len(load) == 1 and load[0] > create
     assert ran[load[0]] == f"kind load docker-image --name course {' '.join(COURSE_IMAGES)}"
     assert "--config" in ran[create] and str(kind.KIND_CONFIG) in ran[create]
+
+
+def test_the_facilitator_guide_saves_the_same_images_for_an_offline_day() -> None:
+    guide = (ROOT / "docs" / "facilitator.md").read_text()
+    listed = re.search(r'IMAGES="([^"]+)"', guide)
+    assert listed is not None and tuple(listed[1].split()) == COURSE_IMAGES

@@ -40,6 +40,7 @@ from kubernetes.client.exceptions import ApiException
 from ..errors import CourseError
 from ..kube import WORKSHOP_LABEL, connect
 from .bootstrap import install_foo_crd
+from .paths import CourseHome
 
 ROOT = Path(__file__).resolve().parents[2]
 FACILITATOR_NAMESPACE = "cfs-workshop"
@@ -341,8 +342,9 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--attendees", help="comma-separated names, e.g. alice,bob")
     make.add_argument("--count", type=int, help="N attendees named PREFIX-01 .. PREFIX-N")
     make.add_argument("--prefix", default="attendee", help="for --count (default: attendee)")
-    make.add_argument("--out", type=Path, default=Path("workshop"),
-                      help="folder for the kubeconfig files (default: ./workshop)")  # fmt: skip
+    out = CourseHome.from_environment().root / "workshop"  # outside the repository: tokens
+    make.add_argument("--out", type=Path, default=out,
+                      help=f"folder for the kubeconfig files (default: {out})")  # fmt: skip
     make.add_argument("--token-hours", type=int, default=DEFAULT_TOKEN_HOURS,
                       help=f"token lifetime (default: {DEFAULT_TOKEN_HOURS})")  # fmt: skip
     make.add_argument("--server", help="API server URL attendees use, if not the facilitator's")
