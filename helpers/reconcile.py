@@ -46,23 +46,30 @@ STATUS_FIELDS = {
 }
 
 
-def extend_foo_status(api: kubernetes.client.ApiClient) -> None:
-    """Let a Foo's status hold ``observedGeneration`` and ``lastSyncTime`` (idempotent)."""
-    _change_status_schema(api, lambda properties: properties.update(STATUS_FIELDS))
+def extend_foo_status(api: kubernetes.client.ApiClient, namespace: str = "default") -> None:
+    """Let a Foo's status hold ``observedGeneration`` and ``lastSyncTime`` (idempotent).
+
+    ``namespace`` is where the API server is asked (dry run) whether it serves them yet; a
+    workshop attendee passes their own, and needs no right to change the CRD once the
+    facilitator's ``python -m helpers.cluster.workshop up`` has extended it for everyone.
+    """
+    _change_status_schema(api, lambda properties: properties.update(STATUS_FIELDS), namespace)
 
 
-def restore_foo_status(api: kubernetes.client.ApiClient) -> None:
+def restore_foo_status(api: kubernetes.client.ApiClient, namespace: str = "default") -> None:
     """Take the fields :func:`extend_foo_status` added out again (idempotent)."""
 
     def remove(properties: dict[str, Any]) -> None:
         for name in STATUS_FIELDS:
             properties.pop(name, None)
 
-    _change_status_schema(api, remove)
+    _change_status_schema(api, remove, namespace)
 
 
 def _change_status_schema(
-    api: kubernetes.client.ApiClient, change: Callable[[dict[str, Any]], None]
+    api: kubernetes.client.ApiClient,
+    change: Callable[[dict[str, Any]], None],
+    namespace: str,
 ) -> None:
     extensions = kubernetes.client.ApiextensionsV1Api(api)
     crd = api.sanitize_for_serialization(extensions.read_custom_resource_definition(FOO_CRD))
@@ -74,20 +81,20 @@ def _change_status_schema(
         extensions.replace_custom_resource_definition(FOO_CRD, crd)
     wanted = set(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
                  .get("properties", {}))  # fmt: skip
-    _wait_until_served(api, wanted)
+    _wait_until_served(api, wanted, namespace)
 
 
-def _wait_until_served(api: kubernetes.client.ApiClient, fields: set[str]) -> None:
+def _wait_until_served(api: kubernetes.client.ApiClient, fields: set[str], namespace: str) -> None:
     """Wait until the API server decodes Foos with the new schema (it updates its handler for
     Foos a moment after the CRD changes, and says so nowhere we could watch: so we ask)."""
     deadline = time.monotonic() + 30
-    while not _schema_knows(api, fields):
+    while not _schema_knows(api, fields, namespace):
         if time.monotonic() > deadline:
             raise TimeoutError(f"the API server did not serve Foo status fields {sorted(fields)}")
         time.sleep(0.1)  # polling a condition nobody announces
 
 
-def _schema_knows(api: kubernetes.client.ApiClient, fields: set[str]) -> bool:
+def _schema_knows(api: kubernetes.client.ApiClient, fields: set[str], namespace: str) -> bool:
     """Does a strict, dry-run create accept exactly these status fields (and no others)?"""
     custom = kubernetes.client.CustomObjectsApi(api)
     every = set(STATUS_FIELDS) | {"availableReplicas"}
@@ -100,7 +107,7 @@ def _schema_knows(api: kubernetes.client.ApiClient, fields: set[str]) -> bool:
         }
         try:
             custom.create_namespaced_custom_object(
-                "samplecontroller.k8s.io", "v1alpha1", "default", "foos", probe,
+                "samplecontroller.k8s.io", "v1alpha1", namespace, "foos", probe,
                 dry_run="All", field_validation="Strict",
             )  # fmt: skip
             accepted = True
