@@ -121,6 +121,7 @@ def test_an_attendee_cannot_read_or_write_another_attendees_namespaces(
         "list": lambda: core.list_namespaced_config_map(theirs),
         "create": lambda: core.create_namespaced_config_map(theirs, note),
         "delete": lambda: core.delete_namespace(theirs),
+        "delete my own namespace": lambda: core.delete_namespace(mine),
         "list everywhere": lambda: core.list_config_map_for_all_namespaces(),
         "create a namespace": lambda: core.create_namespace({"metadata": {"name": f"{a}-x"}}),
         "read a Secret in kube-system": lambda: core.list_namespaced_secret("kube-system"),

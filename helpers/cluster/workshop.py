@@ -63,8 +63,18 @@ CLUSTER_RULES = [
         "verbs": ["get", "list"],
     },
 ]
-# Everything inside the attendee's own namespaces (they play cluster admin there).
-NAMESPACE_RULES = [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
+# Inside the attendee's own namespaces: every verb on what the chapters make there. Named, not
+# "*": RBAC checks a namespace's own DELETE against rules in that namespace, so "*" on "*" would
+# let attendees delete their namespaces, which they could not create again.
+NAMESPACE_RULES = [
+    {"apiGroups": [""], "verbs": ["*"], "resources": [
+        "configmaps", "podtemplates", "pods", "pods/log", "pods/status", "pods/eviction",
+        "events", "serviceaccounts", "serviceaccounts/token", "secrets", "services", "endpoints"]},
+    {"apiGroups": ["apps", "samplecontroller.k8s.io", "coordination.k8s.io", "events.k8s.io",
+                   "discovery.k8s.io"], "resources": ["*"], "verbs": ["*"]},
+    {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
+     "verbs": ["*"]},
+]  # fmt: skip
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
