@@ -42,6 +42,15 @@ def test_attendee_names_must_prefix_every_chapter_namespace() -> None:
         workshop.attendees_for(["a", "a"], chapters)
 
 
+def test_the_command_line_names_attendees_for_up_and_down() -> None:
+    import argparse
+
+    up = argparse.Namespace(attendees=None, count=3, prefix="team")
+    assert workshop._names(up) == ["team-01", "team-02", "team-03"]
+    assert workshop._names(argparse.Namespace(attendees=" a, b ")) == ["a", "b"]
+    assert workshop._names(argparse.Namespace(attendees=None)) == []  # down: everyone
+
+
 def test_attendee_mode_comes_from_the_context_namespace_or_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -333,7 +333,7 @@ def namespaced_roles(documents: list[dict[str, Any]], namespace: str) -> list[di
 def _names(args: argparse.Namespace) -> list[str]:
     if args.attendees:
         return [name.strip() for name in args.attendees.split(",") if name.strip()]
-    if args.count:
+    if getattr(args, "count", None):  # `down` has no --count
         return [f"{args.prefix}-{n:02d}" for n in range(1, args.count + 1)]
     return []
 
