@@ -425,17 +425,13 @@ class LeaderElector:
             return True
         return False
 
-    # -- one try -----------------------------------------------------------------------------
-
     def try_acquire_or_renew(self, timeout: float) -> bool:
         """One attempt to take or keep the lock (client-go ``tryAcquireOrRenew``).
 
-        The whole try, every request in it, takes at most ``timeout`` seconds, as
-        client-go's requests share one context: a leader that renews against its
-        deadline must not spend that deadline once per request (on a silent
-        network it would still lead when another takes over). False means: not
-        ours (someone else holds a lease that has not expired for us), or a
-        request failed (409 Conflict included: someone else wrote first).
+        The whole try takes at most ``timeout`` seconds, as client-go's requests share one
+        context: a leader renewing against its deadline must not spend it once per request.
+        False: not ours (someone holds a lease not yet expired for us), or a request failed
+        (409 Conflict included: someone else wrote first).
         """
         deadline = self.clock.now() + timeout
         wanted = self._record_now()
@@ -454,8 +450,7 @@ class LeaderElector:
                 return self._write(wanted, deadline - self.clock.now(), create=True)
             log.error("error retrieving lease %s: %s", self.lock.describe(), _why(err))
             return False
-        # 3. Note when, on OUR clock, we saw the record change. Someone else's lease
-        #    that has not run out for us is theirs.
+        # 3. Note when, on OUR clock, the record changed; a lease not run out for us is theirs.
         if current != self.observed_record:
             self._observe(current)
         if current.holder_identity and self._lease_valid() and not self.is_leader():
