@@ -80,3 +80,13 @@ def test_main_line_code_cells_are_short(path: Path) -> None:
         and len("".join(cell["source"]).splitlines()) > MAIN_LINE_LIMIT
     ]
     assert long == [], f"collapse these or split them: {long}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_stale_widget_state(path: Path) -> None:
+    """Only the widget models an output still shows are stored (`python -m helpers.tidy`)."""
+    from helpers.tidy import _state, needed_models
+
+    notebook = json.loads(path.read_text())
+    stale = set(_state(notebook)) - needed_models(notebook)
+    assert not stale, f"{len(stale)} stale widget models: run `python -m helpers.tidy`"

@@ -1,0 +1,87 @@
+"""Keep only the widget state a stored chapter still shows.
+
+Executing a chapter (nbconvert, JupyterLab's save) stores the state of every widget
+model the kernel made in the notebook's metadata, including each frame of a live
+plot that has since been replaced by a static PNG. That state is stale: no output
+refers to it, yet it makes the file hundreds of kilobytes larger and every diff
+noisy. What an output still shows (a slider, a button) needs its model, and the
+models that model names (layout, style, children), to render when the notebook is
+opened; everything else goes.
+
+    python -m helpers.tidy notebooks/04_workqueue.ipynb ...   # default: every chapter
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+REFERENCE = re.compile(r"IPY_MODEL_([0-9a-f]+)")
+
+
+def shown_models(notebook: dict[str, Any]) -> set[str]:
+    """The model ids that outputs display."""
+    return {
+        output["data"][WIDGET_VIEW]["model_id"]
+        for cell in notebook["cells"]
+        if cell["cell_type"] == "code"
+        for output in cell.get("outputs", [])
+        if WIDGET_VIEW in (output.get("data") or {})
+    }
+
+
+def needed_models(notebook: dict[str, Any]) -> set[str]:
+    """The shown models and every model they refer to, directly or not."""
+    state = _state(notebook)
+    needed: set[str] = set()
+    todo = list(shown_models(notebook))
+    while todo:
+        model = todo.pop()
+        if model in needed or model not in state:
+            continue
+        needed.add(model)
+        todo.extend(REFERENCE.findall(json.dumps(state[model])))
+    return needed
+
+
+def prune_widget_state(notebook: dict[str, Any]) -> int:
+    """Drop the models no output needs (all widget metadata if none); returns how many went."""
+    state = _state(notebook)
+    needed = needed_models(notebook)
+    dropped = len(state) - len(needed)
+    if not needed:
+        notebook["metadata"].pop("widgets", None)
+        return dropped
+    for model in list(state):
+        if model not in needed:
+            del state[model]
+    return dropped
+
+
+def _state(notebook: dict[str, Any]) -> dict[str, Any]:
+    widgets = notebook.get("metadata", {}).get("widgets", {})
+    return (widgets.get(WIDGET_STATE) or {}).get("state", {})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.tidy", description=__doc__)
+    root = Path(__file__).resolve().parents[1]
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    args = parser.parse_args(argv)
+    paths = args.notebooks or sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    for path in paths:
+        notebook = json.loads(path.read_text())
+        dropped = prune_widget_state(notebook)
+        if dropped:
+            path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+            print(f"{path.name}: dropped {dropped} stale widget model(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
