@@ -478,6 +478,12 @@ def foo_body(name: str, deployment_name: str | None, replicas: int | None = 1) -
     }
 
 
+# sample-controller leaves the pull policy alone, and for a ":latest" image that means Always:
+# each Pod start asks the registry. We take the node's copy when it has one, so a kind cluster
+# loaded beforehand (`make up` does) runs the course offline.
+IF_NOT_PRESENT = {"imagePullPolicy": "IfNotPresent"}
+
+
 def new_deployment(foo: Mapping[str, Any]) -> dict[str, Any]:
     """The Deployment a Foo asks for (sample-controller ``newDeployment``).
 
@@ -492,7 +498,7 @@ def new_deployment(foo: Mapping[str, Any]) -> dict[str, Any]:
         "selector": {"matchLabels": dict(labels)},
         "template": {
             "metadata": {"labels": dict(labels)},
-            "spec": {"containers": [{"name": "nginx", "image": "nginx:latest"}]},
+            "spec": {"containers": [{"name": "nginx", "image": "nginx:latest", **IF_NOT_PRESENT}]},
         },
     }
     if spec.get("replicas") is not None:

@@ -436,7 +436,7 @@ def test_new_deployment_is_controlled_by_its_foo() -> None:
     assert deployment["spec"]["selector"] == {"matchLabels": labels}
     assert deployment["spec"]["template"]["metadata"]["labels"] == labels
     assert deployment["spec"]["template"]["spec"]["containers"] == [
-        {"name": "nginx", "image": "nginx:latest"}
+        {"name": "nginx", "image": "nginx:latest", "imagePullPolicy": "IfNotPresent"}
     ]
 
 

@@ -32,6 +32,7 @@ from ..controller import (
     FOO_KIND,
     FOO_PLURAL,
     FOO_VERSION,
+    IF_NOT_PRESENT,
     WARNING,
     FooController,
     controller_of,
@@ -497,7 +498,7 @@ def _reconcile_on_cluster(
                 "selector": {"matchLabels": labels},
                 "template": {
                     "metadata": {"labels": labels},
-                    "spec": {"containers": [{"name": "app", "image": "busybox"}]},
+                    "spec": {"containers": [{"name": "app", "image": "busybox", **IF_NOT_PRESENT}]},
                 },
             },
         },
