@@ -127,12 +127,19 @@ def _controller_down_then_up(api: kubernetes.client.ApiClient, namespace: str) -
         _delete_foos(custom, apps, namespace, [name], [name])
 
 
+def _not_a_choice(number: str, answer: str | None) -> Verdict | None:
+    """The verdict on a multiple-choice answer that is missing or not a-d; None for a choice."""
+    if answer is None:
+        return not_attempted(number, f'set answer_{number} to "a", "b", "c" or "d"')
+    if answer not in ("a", "b", "c", "d"):
+        return wrong(number, f'{answer!r} is not one of "a", "b", "c", "d"')
+    return None
+
+
 def check_1(answer: str | None, api: kubernetes.client.ApiClient, namespace: str) -> Verdict:
     """What a controller does on start about a delete it never saw: checked on the cluster."""
-    if answer is None:
-        return not_attempted("1", 'set answer_1 to "a", "b", "c" or "d"')
-    if answer not in ("a", "b", "c", "d"):
-        return wrong("1", f'{answer!r} is not one of "a", "b", "c", "d"')
+    if (unanswered := _not_a_choice("1", answer)) is not None:
+        return unanswered
     kube.ensure_namespace(api, namespace)
     took = _controller_down_then_up(api, namespace)
     if answer != ANSWER_1:
@@ -301,10 +308,8 @@ def _run_two_foos(api: kubernetes.client.ApiClient, namespace: str) -> dict[str,
 
 def check_3(answer: str | None, api: kubernetes.client.ApiClient, namespace: str) -> Verdict:
     """What happens to a Foo whose Deployment is another Foo's: checked on the cluster."""
-    if answer is None:
-        return not_attempted("3", 'set answer_3 to "a", "b", "c" or "d"')
-    if answer not in ("a", "b", "c", "d"):
-        return wrong("3", f'{answer!r} is not one of "a", "b", "c", "d"')
+    if (unanswered := _not_a_choice("3", answer)) is not None:
+        return unanswered
     kube.ensure_namespace(api, namespace)
     seen = _run_two_foos(api, namespace)
     happened = (
