@@ -5,7 +5,7 @@ The official client hides that the Kubernetes API is plain REST: every method
 path such as ``/api/v1/namespaces/demo/configmaps``. :class:`RequestLog` wraps
 one :class:`~kubernetes.client.ApiClient` instance for the length of a ``with``
 block and records each request's method, path, query and status, so a chapter
-can show them, and later count them (why listers exist, chapter 03).
+can show them, and later count them (why listers exist, chapter 03b).
 
 Only that one client instance is touched; nothing global is patched.
 """
