@@ -36,6 +36,18 @@ class Verdict:
         return self.state == "correct"
 
 
+class CannotCheck(Verdict):
+    """A check that cannot judge on this cluster: it says so, and why, instead of a verdict.
+
+    Some checks need what only some clusters give (etcd access, to make a real
+    ``410``); elsewhere "not attempted" or "wrong" would be untrue, so the check
+    names what it lacks and where to compare instead.
+    """
+
+    def __str__(self) -> str:
+        return f"? Exercise {self.exercise}: {self.detail}"
+
+
 def not_attempted(exercise: str, hint: str = "") -> Verdict:
     return Verdict(exercise, "not attempted yet", hint)
 

@@ -23,16 +23,9 @@ from .. import kube
 from ..cluster.info import describe
 from ..etcd import EtcdClient
 from ..request_log import RequestLog
-from . import Verdict, correct, not_attempted, wrong
+from . import CannotCheck, Verdict, correct, not_attempted, wrong
 
 WATCH_DEADLINE_SECONDS = 15.0
-
-
-class CannotCheck(Verdict):
-    """A check that cannot judge on this cluster: it says so, and why, instead of a verdict."""
-
-    def __str__(self) -> str:
-        return f"? Exercise {self.exercise}: {self.detail}"
 
 
 def _configmaps(namespace: str) -> str:

@@ -28,17 +28,10 @@ from ..informer import SharedInformer, wait_for_cache_sync
 from ..listwatch import ListWatch
 from ..request_log import RequestLog
 from ..store import DeletedFinalStateUnknown, Indexer
-from . import Verdict, correct, not_attempted, wrong
+from . import CannotCheck, Verdict, correct, not_attempted, wrong
 
 GUARD_SECONDS = 15.0
 """How long a check waits for something that should take well under a second."""
-
-
-class CannotCheck(Verdict):
-    """A check that cannot judge on this cluster: it says so, and why, instead of a verdict."""
-
-    def __str__(self) -> str:
-        return f"? Exercise {self.exercise}: {self.detail}"
 
 
 def _object(name: str, namespace: str = "demo", **labels: str) -> dict[str, Any]:
