@@ -1,5 +1,5 @@
-"""Chapter 02's exercise checks say "not attempted", "wrong" and "correct" when they should,
-and every stored solution passes its check (exercise 4 against the real cluster)."""
+"""Chapter 02's exercise checks (02a and 02b) say "not attempted", "wrong" and "correct" when
+they should, and every stored solution passes its check (check 4 against the real cluster)."""
 
 from __future__ import annotations
 
@@ -68,6 +68,46 @@ def test_exercise_3_schedule() -> None:
     verdict = ch02.check_3(caps_only_growth)
     assert verdict.state == "wrong" and "schedule(5.0, 2.0, 3.0, 3)" in verdict.detail
     assert ch02.check_3(solutions.schedule).correct
+
+
+def test_exercise_5_what_the_store_holds() -> None:
+    """02a's exercise 1: the prediction is judged against the course's store, and each
+    misconception gets the sentence that corrects it."""
+    store = ch02.run_store_script()
+    assert store.list_keys() == ["farm/cherry", "kwok-node-0"]
+    assert store.get_by_key("shop/banana") is None
+    assert ch02.check_5(None).state == "not attempted yet"
+    assert ch02.check_5("farm/cherry").state == "wrong"
+    verdict = ch02.check_5(([1, 2], ["farm"]))
+    assert verdict.state == "wrong" and "list of strings" in verdict.detail
+    namespaces = ["", "farm"]
+    cases = {
+        # replace merged into the old content instead of swapping it
+        ("farm/cherry", "kwok-node-0", "shop/apple"): "the apple) is gone",
+        # the tombstone ignored
+        ("farm/cherry", "kwok-node-0", "shop/banana"): "tombstone",
+        # a cluster-scoped key with a slash
+        ("/kwok-node-0", "farm/cherry"): "its name alone",
+        # the Node forgotten
+        ("farm/cherry",): "still holds kwok-node-0",
+    }
+    for keys, hint in cases.items():
+        verdict = ch02.check_5((list(keys), namespaces))
+        assert verdict.state == "wrong" and hint in verdict.detail, (keys, verdict)
+    keys = ["kwok-node-0", "farm/cherry"]  # any order will do
+    verdict = ch02.check_5((keys, ["", "farm", "shop"]))  # the emptied value kept
+    assert verdict.state == "wrong" and "drops the value" in verdict.detail
+    verdict = ch02.check_5((keys, ["farm"]))  # the cluster-scoped object not indexed
+    assert verdict.state == "wrong" and "namespace ''" in verdict.detail
+    assert ch02.check_5((tuple(keys), {"farm", ""})).correct
+    assert ch02.check_5(solutions.answer_store).correct
+
+
+def test_verdicts_carry_the_number_the_learner_sees() -> None:
+    """02a shows checks 5 and 3 as exercises 1 and 2; 02b shows checks 1, 2, 4 as 1, 2, 3."""
+    assert ch02.check_5(None).exercise == "1" and ch02.check_3(None).exercise == "2"
+    assert ch02.check_1(None).exercise == "1" and ch02.check_2(None).exercise == "2"
+    assert str(ch02.check_3(solutions.schedule)).startswith("✓ Exercise 2:")
 
 
 @pytest.mark.cluster

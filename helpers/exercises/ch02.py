@@ -1,14 +1,20 @@
-"""Checks for chapter 02's exercises (the reflector and its store).
+"""Checks for chapter 02's exercises: 02a (the store and backoff) and 02b (the reflector).
 
-Exercise 1 runs the course's reflector through five scripted situations and
+Both parts of the chapter use this module. Each verdict carries the number the
+learner sees in the part that calls the check (``EXERCISE``): in 02a, check 5
+is exercise 1 and check 3 exercise 2; in 02b, checks 1, 2 and 4 are exercises
+1, 2 and 3.
+
+Check 1 runs the course's reflector through five scripted situations and
 compares what it asks for next (a WATCH or a LIST) with the learner's
-prediction. Exercise 2 runs the course's reflector against a scripted source
+prediction. Check 2 runs the course's reflector against a scripted source
 and compares the versions it watched from with the learner's answer.
-Exercise 3 compares a backoff schedule with :class:`helpers.backoff.Backoff`.
-Exercise 4 runs the learner's list-and-watch loop in a thread against the real
+Check 3 compares a backoff schedule with :class:`helpers.backoff.Backoff`.
+Check 4 runs the learner's list-and-watch loop in a thread against the real
 cluster and makes its version expire (etcd compaction of PodTemplates, which
 have no watch cache on the course's clusters); without etcd access it says it
-can't check.
+can't check. Check 5 runs the course's store through a scripted sequence of
+writes and compares what it holds with the learner's prediction.
 """
 
 from __future__ import annotations
@@ -32,10 +38,13 @@ from ..cluster.info import describe
 from ..etcd import EtcdClient
 from ..listwatch import ListWatch, WatchDisconnected, WatchExpired, WatchStream
 from ..reflector import Reflector
-from ..store import Indexer
+from ..store import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer, namespace_index_func
 from . import Verdict, correct, not_attempted, wrong
 
-# --- exercise 1: predict what the reflector does next ------------------------------------------
+EXERCISE = {1: "1", 2: "2", 3: "2", 4: "3", 5: "1"}
+"""Check number -> the exercise number the learner sees (02b: 1, 2, 4; 02a: 5, 3)."""
+
+# --- check 1 (02b, exercise 1): predict what the reflector does next ---
 
 
 class CannotCheck(Verdict):
@@ -144,22 +153,27 @@ def _as_request(value: Any) -> str:
 def check_1(answer: dict[str, str] | None) -> Verdict:
     """``answer`` maps each situation's letter to ``"watch"`` or ``"list"``."""
     if answer is None:
-        return not_attempted("1", 'set answer_1 to a dict such as {"a": "watch", "b": "list", ...}')
+        return not_attempted(
+            EXERCISE[1], 'set answer_1 to a dict such as {"a": "watch", "b": "list", ...}'
+        )
     if not isinstance(answer, dict):
-        return wrong("1", f"{answer!r} is not a dict from the letters a to e to 'watch' or 'list'")
+        return wrong(
+            EXERCISE[1], f"{answer!r} is not a dict from the letters a to e to 'watch' or 'list'"
+        )
     for letter, situation in SITUATIONS.items():
         given = _as_request(answer.get(letter, answer.get(letter.upper())))
         if not given:
-            return wrong("1", f"no 'watch' or 'list' for {letter} ({situation})")
+            return wrong(EXERCISE[1], f"no 'watch' or 'list' for {letter} ({situation})")
         expected = next_request(letter)
         if given != expected:
-            return wrong("1", f"{letter}: not a new {given.upper()}; {_HINTS[letter]}")
+            return wrong(EXERCISE[1], f"{letter}: not a new {given.upper()}; {_HINTS[letter]}")
     return correct(
-        "1", "re-watch after a close, a break or a 429; re-list after a 410 or a very short watch"
+        EXERCISE[1],
+        "re-watch after a close, a break or a 429; re-list after a 410 or a very short watch",
     )
 
 
-# --- exercise 2: which version does the reflector watch from? ----------------------------------
+# --- check 2 (02b, exercise 2): which version does the reflector watch from? ---
 
 
 class _ScriptDone(Exception):
@@ -238,28 +252,30 @@ def scripted_watch_versions() -> list[str]:
 def check_2(answer: tuple[str, str] | None) -> Verdict:
     """``(first, second)``: the resourceVersions of the reflector's first two watches."""
     if answer is None:
-        return not_attempted("2", "set answer_2 to a tuple of two versions, such as ('101', '130')")
+        return not_attempted(
+            EXERCISE[2], "set answer_2 to a tuple of two versions, such as ('101', '130')"
+        )
     try:
         first, second = (str(version) for version in answer)
     except (TypeError, ValueError):
-        return wrong("2", f"{answer!r} is not a tuple of two versions")
+        return wrong(EXERCISE[2], f"{answer!r} is not a tuple of two versions")
     expected_first, expected_second = scripted_watch_versions()
     if first != expected_first:
         return wrong(
-            "2",
+            EXERCISE[2],
             f"the first watch does not start at {first}: which version names the moment the "
             "whole list shows, not just one item?",
         )
     if second != expected_second:
         return wrong(
-            "2",
+            EXERCISE[2],
             f"the second watch does not start at {second}: every event moves the reflector's "
             "version forward, bookmarks too",
         )
-    return correct("2", f"from the list's {first}, then from the bookmark's {second}")
+    return correct(EXERCISE[2], f"from the list's {first}, then from the bookmark's {second}")
 
 
-# --- exercise 3: a backoff schedule -----------------------------------------------------------
+# --- check 3 (02a, exercise 2): a backoff schedule ---
 
 _SCHEDULE_CASES = [
     (0.8, 2.0, 30.0, 8),
@@ -278,20 +294,20 @@ def backoff_schedule(initial: float, factor: float, cap: float, n: int) -> list[
 def check_3(schedule: Callable[[float, float, float, int], Iterable[float]] | None) -> Verdict:
     """``schedule(initial, factor, cap, n)`` lists the first n un-jittered delays."""
     if schedule is None:
-        return not_attempted("3", "set schedule to your function")
+        return not_attempted(EXERCISE[3], "set schedule to your function")
     for initial, factor, cap, n in _SCHEDULE_CASES:
         call = f"schedule({initial}, {factor}, {cap}, {n})"
         expected = backoff_schedule(initial, factor, cap, n)
         try:
             got = [float(delay) for delay in schedule(initial, factor, cap, n)]
         except Exception as exc:
-            return wrong("3", f"{call} raised {type(exc).__name__}: {exc}")
+            return wrong(EXERCISE[3], f"{call} raised {type(exc).__name__}: {exc}")
         if len(got) != len(expected) or not all(map(math.isclose, got, expected)):
-            return wrong("3", f"{call} gave {got}; Backoff hands out {expected}")
-    return correct("3", f"{len(_SCHEDULE_CASES)} settings, the cap included")
+            return wrong(EXERCISE[3], f"{call} gave {got}; Backoff hands out {expected}")
+    return correct(EXERCISE[3], f"{len(_SCHEDULE_CASES)} settings, the cap included")
 
 
-# --- exercise 4: recover from a 410 -------------------------------------------------------------
+# --- check 4 (02b, exercise 3): recover from a 410 ---
 
 GUARD = 10.0
 """Real seconds the check waits for each step before it declares the loop wrong."""
@@ -377,10 +393,10 @@ def check_4(
 ) -> Verdict:
     """``follow(list_watch, store, stop)`` lists, watches, re-watches, and re-lists after a 410."""
     if follow is None:
-        return not_attempted("4", "set follow to your function")
+        return not_attempted(EXERCISE[4], "set follow to your function")
     if describe().etcd_url is None:
         return CannotCheck(
-            "4",
+            EXERCISE[4],
             "not attempted yet",
             "can't check this on a cluster without etcd access (the check compacts etcd to make "
             "a real 410); compare your function with solutions/ch02.py",
@@ -419,9 +435,9 @@ def check_4(
         worker.join(GUARD)
     if failure and verdict.state == "wrong":
         raised = failure[0]
-        return wrong("4", f"{verdict.detail} (it raised {type(raised).__name__}: {raised})")
+        return wrong(EXERCISE[4], f"{verdict.detail} (it raised {type(raised).__name__}: {raised})")
     if verdict.correct and worker.is_alive():
-        return wrong("4", f"it did not return within {GUARD:.0f} s of stop being set")
+        return wrong(EXERCISE[4], f"it did not return within {GUARD:.0f} s of stop being set")
     return verdict
 
 
@@ -444,16 +460,18 @@ def _judge_follow(
         return "your function ended before stop was set"
 
     if not observed.wait_for(lambda: has(first) or not worker.is_alive()):
-        return wrong("4", f"the store never got {first}: list, then store.replace the items")
+        return wrong(
+            EXERCISE[4], f"the store never got {first}: list, then store.replace the items"
+        )
     if not worker.is_alive():
-        return wrong("4", ended())
+        return wrong(EXERCISE[4], ended())
     if not observed.wait_for(lambda: source.watches >= 2 or not worker.is_alive()):
-        return wrong("4", "it did not watch again after the first (one-second) watch ended")
+        return wrong(EXERCISE[4], "it did not watch again after the first (one-second) watch ended")
     if not worker.is_alive():
-        return wrong("4", ended())
+        return wrong(EXERCISE[4], ended())
     if source.lists != 1:
         return wrong(
-            "4",
+            EXERCISE[4],
             "it listed again after a watch ended normally; then watch again from the last "
             "version seen, and keep LIST for a 410",
         )
@@ -466,11 +484,98 @@ def _judge_follow(
     etcd = EtcdClient(describe().etcd_url)
     etcd.compact(etcd.revision())
     if not observed.wait_for(lambda: source.lists >= 2 or not worker.is_alive()):
-        return wrong("4", "no LIST after the watch's resourceVersion expired (410): list again")
+        return wrong(
+            EXERCISE[4], "no LIST after the watch's resourceVersion expired (410): list again"
+        )
     if not worker.is_alive():
-        return wrong("4", "it ended at the 410; catch WatchExpired and list again")
+        return wrong(EXERCISE[4], "it ended at the 410; catch WatchExpired and list again")
     second = core.create_namespaced_pod_template(namespace, _pod_template("exercise-b-", run))
     if not observed.wait_for(lambda: has(second.metadata.name) or not worker.is_alive()):
-        return wrong("4", "after the re-list it did not see a new PodTemplate: watch again")
+        return wrong(EXERCISE[4], "after the re-list it did not see a new PodTemplate: watch again")
     core.delete_namespaced_config_map(tick, namespace)
-    return correct("4", "it re-watched after normal closes, re-listed after the 410, carried on")
+    return correct(
+        EXERCISE[4], "it re-watched after normal closes, re-listed after the 410, carried on"
+    )
+
+
+# --- check 5 (02a, exercise 1): what does the store hold? ---
+
+
+def _fruit(namespace: str, name: str, colour: str) -> dict[str, Any]:
+    return {"metadata": {"namespace": namespace, "name": name}, "data": {"colour": colour}}
+
+
+def run_store_script() -> Indexer:
+    """Exercise 1 of 02a, as the chapter shows it: the course's store after the script."""
+    store = Indexer({NAMESPACE_INDEX: namespace_index_func})
+    store.add(_fruit("shop", "apple", "red"))
+    store.add(_fruit("shop", "banana", "yellow"))
+    store.replace([_fruit("farm", "cherry", "dark red"), _fruit("shop", "banana", "green")], "42")
+    store.add({"metadata": {"name": "kwok-node-0"}})  # a Node: cluster-scoped
+    store.delete(DeletedFinalStateUnknown("shop/banana", _fruit("shop", "banana", "yellow")))
+    store.delete(_fruit("shop", "apple", "red"))
+    return store
+
+
+def _strings(value: Any) -> list[str] | None:
+    """``value`` as a list of strings, or None if it is not a list, tuple or set of them."""
+    if not isinstance(value, list | tuple | set | frozenset):
+        return None
+    if not all(isinstance(item, str) for item in value):
+        return None
+    return list(value)
+
+
+def _keys_hint(given: set[str], expected: set[str]) -> str:
+    """Why the predicted keys differ from what the store holds: the first lesson missed."""
+    if "shop/apple" in given:
+        return (
+            "replace swaps the whole content for the list's items: an object that is not in "
+            "the list (the apple) is gone"
+        )
+    if "shop/banana" in given:
+        return "a tombstone (DeletedFinalStateUnknown) deletes by the key it carries"
+    if any(key.endswith("/kwok-node-0") for key in given):
+        return "a cluster-scoped object has no namespace, and its key is its name alone, no slash"
+    missing = sorted(expected - given)
+    if missing:
+        return f"the store still holds {missing[0]}"
+    return f"the store holds {len(expected)} keys, not {len(given)}"
+
+
+def _values_hint(given: set[str]) -> str:
+    """Why the predicted namespace index values are wrong."""
+    if "shop" in given:
+        return (
+            "once the last key indexed under a value leaves, the store drops the value "
+            "(an empty set would grow the index forever)"
+        )
+    if "" not in given:
+        return "a cluster-scoped object is indexed under the namespace '' (the empty string)"
+    return "each value is the namespace of an object still in the store"
+
+
+def check_5(answer: tuple[Any, Any] | None) -> Verdict:
+    """``(keys, namespaces)``: ``store.list_keys()`` and the namespace index's values."""
+    if answer is None:
+        return not_attempted(
+            EXERCISE[5], "set answer_store to a pair of lists, such as (['shop/apple'], ['shop'])"
+        )
+    try:
+        keys, values = answer
+    except (TypeError, ValueError):
+        return wrong(EXERCISE[5], f"{answer!r} is not a pair (keys, namespaces)")
+    given_keys, given_values = _strings(keys), _strings(values)
+    if given_keys is None or given_values is None:
+        return wrong(EXERCISE[5], "give each half as a list of strings, such as ['farm/x']")
+    store = run_store_script()
+    expected_keys = store.list_keys()
+    expected_values = store.list_index_func_values(NAMESPACE_INDEX)
+    if sorted(given_keys) != expected_keys:
+        return wrong(EXERCISE[5], _keys_hint(set(given_keys), set(expected_keys)))
+    if sorted(given_values) != expected_values:
+        return wrong(EXERCISE[5], _values_hint(set(given_values)))
+    return correct(
+        EXERCISE[5],
+        f"the store holds {expected_keys}, indexed under the namespaces {expected_values}",
+    )
