@@ -39,19 +39,12 @@ from ..etcd import EtcdClient
 from ..listwatch import ListWatch, WatchDisconnected, WatchExpired, WatchStream
 from ..reflector import Reflector
 from ..store import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer, namespace_index_func
-from . import Verdict, correct, not_attempted, wrong
+from . import CannotCheck, Verdict, correct, not_attempted, wrong
 
 EXERCISE = {1: "1", 2: "2", 3: "2", 4: "3", 5: "1"}
 """Check number -> the exercise number the learner sees (02b: 1, 2, 4; 02a: 5, 3)."""
 
 # --- check 1 (02b, exercise 1): predict what the reflector does next ---
-
-
-class CannotCheck(Verdict):
-    """A check that cannot judge on this cluster: it says so, and why, instead of a verdict."""
-
-    def __str__(self) -> str:
-        return f"? Exercise {self.exercise}: {self.detail}"
 
 
 SITUATIONS: dict[str, str] = {
