@@ -1,5 +1,6 @@
 """Chapter 03's exercise checks say "not attempted", "wrong" and "correct" when they should,
-and every stored solution passes its check."""
+and every stored solution passes its check. Checks 1 and 2 are 03a's exercises 1 and 2, checks 3
+and 4 are 03b's exercises 1 and 2, and each verdict names its exercise as the notebook does."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from notebooks.solutions import ch03 as solutions
 
 
 @pytest.mark.cluster
-def test_ch03_exercise_1(api: kubernetes.client.ApiClient, namespace: str) -> None:
+def test_ch03_check_1_stuck_handler(api: kubernetes.client.ApiClient, namespace: str) -> None:
     assert ch03.check_1(None, api, namespace).state == "not attempted yet"
     assert ch03.check_1("2, 3", api, namespace).state == "wrong"
     merged = ch03.check_1((0, 3), api, namespace)
@@ -26,28 +27,28 @@ def test_ch03_exercise_1(api: kubernetes.client.ApiClient, namespace: str) -> No
     assert held_back.state == "wrong" and "thread" in held_back.detail
     assert ch03.check_1(solutions.answer_1, api, namespace).correct
     kubernetes.client.CoreV1Api(api).delete_namespace(namespace)
-    verdict = ch03.check_3(solutions.DeleteCounter, api, namespace)
+    verdict = ch03.check_2(solutions.DeleteCounter, api, namespace)
     assert verdict.correct or "can't check this" in str(verdict)
 
 
-def test_ch03_exercise_2() -> None:
-    assert ch03.check_2(None, Lister).state == "not attempted yet"
+def test_ch03_check_3_same_colour() -> None:
+    assert ch03.check_3(None, Lister).state == "not attempted yet"
 
     def every_namespace(lister: Any, namespace: str, name: str) -> list[str] | None:
         colour = lister.namespace(namespace).get(name)["metadata"]["labels"]["colour"]
         return sorted(o["metadata"]["name"] for o in lister.list({"colour": colour})
                       if o["metadata"]["name"] != name)  # fmt: skip
 
-    verdict = ch03.check_2(every_namespace, Lister)
+    verdict = ch03.check_3(every_namespace, Lister)
     assert verdict.state == "wrong" and "a/apple" in verdict.detail
-    assert ch03.check_2(solutions.same_colour, Lister).correct
+    assert ch03.check_3(solutions.same_colour, Lister).correct
 
 
 @pytest.mark.cluster
-def test_ch03_exercise_3(api: kubernetes.client.ApiClient, namespace: str) -> None:
-    assert ch03.check_3(None, api, namespace).state == "not attempted yet"
+def test_ch03_check_2_delete_counter(api: kubernetes.client.ApiClient, namespace: str) -> None:
+    assert ch03.check_2(None, api, namespace).state == "not attempted yet"
     if describe().etcd_url is None:
-        verdict = ch03.check_3(solutions.DeleteCounter, api, namespace)
+        verdict = ch03.check_2(solutions.DeleteCounter, api, namespace)
         assert "can't check this on a cluster without etcd access" in str(verdict)
         assert "not attempted" not in str(verdict)
         return
@@ -61,24 +62,29 @@ def test_ch03_exercise_3(api: kubernetes.client.ApiClient, namespace: str) -> No
             obj["metadata"]["name"]  # a tombstone is not a dict: this raises for it
             self.deletes += 1
 
-    verdict = ch03.check_3(OnlyObjects, api, namespace)
+    verdict = ch03.check_2(OnlyObjects, api, namespace)
     assert verdict.state == "wrong" and "tombstone" in verdict.detail
-    assert ch03.check_3(solutions.DeleteCounter, api, namespace).correct
+    assert ch03.check_2(solutions.DeleteCounter, api, namespace).correct
 
 
 @pytest.mark.cluster
-def test_ch03_exercise_4(api: kubernetes.client.ApiClient, namespace: str) -> None:
+def test_ch03_check_4_lister_requests(api: kubernetes.client.ApiClient, namespace: str) -> None:
     assert ch03.check_4(None, api, namespace).state == "not attempted yet"
     assert ch03.check_4(5, api, namespace).state == "wrong"
-    assert ch03.check_4(solutions.answer_4, api, namespace).correct
+    assert ch03.check_4(solutions.answer_2, api, namespace).correct
 
 
 @pytest.mark.cluster
 def test_ch03_checks_after_run_all(api: kubernetes.client.ApiClient, namespace: str) -> None:
     """After "Run All" the chapter's last cell has deleted its namespace; checks bring it back."""
     kubernetes.client.CoreV1Api(api).delete_namespace(namespace)
-    assert ch03.check_4(solutions.answer_4, api, namespace).correct
+    assert ch03.check_4(solutions.answer_2, api, namespace).correct
     assert ch03.check_1(solutions.answer_1, api, namespace).correct
     kubernetes.client.CoreV1Api(api).delete_namespace(namespace)
-    verdict = ch03.check_3(solutions.DeleteCounter, api, namespace)
+    verdict = ch03.check_2(solutions.DeleteCounter, api, namespace)
     assert verdict.correct or "can't check this" in str(verdict)
+
+
+def test_ch03_verdicts_number_exercises_as_each_notebook_does() -> None:
+    """03b's first exercise is check 3: its verdict says "Exercise 1", as the notebook does."""
+    assert str(ch03.check_3(None, Lister)).startswith("… Exercise 1:")

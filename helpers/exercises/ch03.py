@@ -1,15 +1,19 @@
-"""Checks for chapter 03's exercises (the informer, the indexer and the lister).
+"""Checks for chapter 03's exercises, in its two parts.
 
-Exercise 1 asks for a prediction (a handler stuck in a call: what waits in
-its buffer, what the other handler hears) and runs the case on the cluster.
-Exercise 2 runs the learner's function on a store the check fills itself.
-Exercise 3 runs the learner's handler on a real :class:`SharedInformer` of
-PodTemplates that sees one delete while watching and misses another across a
-real 410 (held-back watch, etcd compaction) and a re-list, as chapter 03 does.
-Exercise 4 runs a lister-reading loop against the cluster and counts its
-requests. Checks 1, 3 and 4 bring the chapter's namespace back first (after
-"Run All" its last cell has deleted it); check 3 says it cannot judge on a
-cluster without etcd access.
+03a, the informer: check 1 asks for a prediction (a handler stuck in a call:
+what waits in its buffer, what the other handler hears) and runs the case on
+the cluster; check 2 runs the learner's handler on a real
+:class:`SharedInformer` of PodTemplates that sees one delete while watching and
+misses another across a real 410 (held-back watch, etcd compaction) and a
+re-list, as 03a does. 03b, the indexer and the lister: check 3 runs the
+learner's function on a store the check fills itself; check 4 runs a
+lister-reading loop against the cluster and counts its requests.
+
+Verdicts name the exercise as its notebook numbers it (checks 1 and 2 are
+03a's exercises 1 and 2, checks 3 and 4 are 03b's exercises 1 and 2). Checks
+1, 2 and 4 bring the chapter's namespace back first (after "Run All" its last
+cell has deleted it); check 2 says it cannot judge on a cluster without etcd
+access.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ def _names(objs: list[Any]) -> list[str]:
     return [obj["metadata"]["name"] for obj in objs]
 
 
-# --- exercise 1: predict a stuck handler's buffer ---------------------------------------
+# --- check 1 (03a, exercise 1): predict a stuck handler's buffer --------------------------
 
 
 EXERCISE_1_LABEL = "exercise=ch03-1"
@@ -137,43 +141,7 @@ def check_1(answer: Any, api: kubernetes.client.ApiClient, namespace: str) -> Ve
     )
 
 
-# --- exercise 2: a lister query -------------------------------------------------------
-
-
-def check_2(same_colour: Callable[[Any, str, str], Any] | None, lister_class: type) -> Verdict:
-    """``same_colour(lister, namespace, name)``: the other names with ``name``'s colour."""
-    if same_colour is None:
-        return not_attempted("2", "set same_colour to your function")
-    store = Indexer({"namespace": lambda obj: [obj["metadata"].get("namespace") or ""]})
-    for name, namespace, colour in [
-        ("apple", "a", "red"),
-        ("cherry", "a", "red"),
-        ("strawberry", "b", "red"),
-        ("banana", "a", "yellow"),
-        ("grape", "a", "green"),
-        ("lime", "a", "green"),
-        ("plum", "a", "purple"),
-    ]:
-        store.add(_object(name, namespace, colour=colour))
-    lister = lister_class(store, "configmaps", "")
-    cases = [
-        (("a", "apple"), ["cherry"]),
-        (("a", "grape"), ["lime"]),
-        (("a", "plum"), []),
-        (("b", "strawberry"), []),
-        (("a", "elderberry"), None),
-    ]
-    for (namespace, name), expected in cases:
-        try:
-            answer = same_colour(lister, namespace, name)
-        except Exception as exc:
-            return wrong("2", f"for {namespace}/{name} it raised {type(exc).__name__}: {exc}")
-        if answer != expected:
-            return wrong("2", f"for {namespace}/{name} it returned {answer!r}, not {expected!r}")
-    return correct("2", "one namespace, the object itself left out, None for a miss")
-
-
-# --- exercise 3: a handler that counts deletes, tombstones included ---------------------
+# --- check 2 (03a, exercise 2): a handler that counts deletes, tombstones included --------
 
 
 EXERCISE_3_LABEL = "exercise=ch03-3"
@@ -236,16 +204,16 @@ def _missed_delete_drill(
     return ours
 
 
-def check_3(
+def check_2(
     delete_counter: type | None, api: kubernetes.client.ApiClient, namespace: str
 ) -> Verdict:
     """``DeleteCounter()`` counts ``deletes`` and, among them, ``tombstones``."""
     if delete_counter is None:
-        return not_attempted("3", "set DeleteCounter to your class")
+        return not_attempted("2", "set DeleteCounter to your class")
     etcd_url = describe().etcd_url
     if etcd_url is None:
         return CannotCheck(
-            "3",
+            "2",
             "not attempted yet",
             "can't check this on a cluster without etcd access (a real tombstone needs an etcd "
             "compaction); compare your class with solutions/ch03.py",
@@ -257,21 +225,57 @@ def check_3(
     deletes = getattr(learner, "deletes", None)
     tombstones = getattr(learner, "tombstones", None)
     if (deletes, tombstones) == (1, 0):
-        return wrong("3", "it counted only the live delete; did on_delete fail on a tombstone?")
+        return wrong("2", "it counted only the live delete; did on_delete fail on a tombstone?")
     if deletes != 2:
-        return wrong("3", f"deletes is {deletes!r}: one delete came live, one as a tombstone")
+        return wrong("2", f"deletes is {deletes!r}: one delete came live, one as a tombstone")
     if tombstones != 1:
-        return wrong("3", f"tombstones is {tombstones!r}, but one delete came as a tombstone")
-    return correct("3", "one delete seen live, one missed and delivered as a tombstone")
+        return wrong("2", f"tombstones is {tombstones!r}, but one delete came as a tombstone")
+    return correct("2", "one delete seen live, one missed and delivered as a tombstone")
 
 
-# --- exercise 4: the requests of a loop that reads through a lister ----------------------
+# --- check 3 (03b, exercise 1): a lister query --------------------------------------------
+
+
+def check_3(same_colour: Callable[[Any, str, str], Any] | None, lister_class: type) -> Verdict:
+    """``same_colour(lister, namespace, name)``: the other names with ``name``'s colour."""
+    if same_colour is None:
+        return not_attempted("1", "set same_colour to your function")
+    store = Indexer({"namespace": lambda obj: [obj["metadata"].get("namespace") or ""]})
+    for name, namespace, colour in [
+        ("apple", "a", "red"),
+        ("cherry", "a", "red"),
+        ("strawberry", "b", "red"),
+        ("banana", "a", "yellow"),
+        ("grape", "a", "green"),
+        ("lime", "a", "green"),
+        ("plum", "a", "purple"),
+    ]:
+        store.add(_object(name, namespace, colour=colour))
+    lister = lister_class(store, "configmaps", "")
+    cases = [
+        (("a", "apple"), ["cherry"]),
+        (("a", "grape"), ["lime"]),
+        (("a", "plum"), []),
+        (("b", "strawberry"), []),
+        (("a", "elderberry"), None),
+    ]
+    for (namespace, name), expected in cases:
+        try:
+            answer = same_colour(lister, namespace, name)
+        except Exception as exc:
+            return wrong("1", f"for {namespace}/{name} it raised {type(exc).__name__}: {exc}")
+        if answer != expected:
+            return wrong("1", f"for {namespace}/{name} it returned {answer!r}, not {expected!r}")
+    return correct("1", "one namespace, the object itself left out, None for a miss")
+
+
+# --- check 4 (03b, exercise 2): the requests of a loop that reads through a lister --------
 
 
 def check_4(answer: int | None, api: kubernetes.client.ApiClient, namespace: str) -> Verdict:
     """Requests of: an informer; for five ConfigMaps, a lister read and a patch."""
     if answer is None:
-        return not_attempted("4", "set answer_4 to a number of requests")
+        return not_attempted("2", "set answer_2 to a number of requests")
     kube.ensure_namespace(api, namespace)
     core = kubernetes.client.CoreV1Api(api)
     names = [f"exercise-4-{n}" for n in range(5)]
@@ -299,7 +303,7 @@ def check_4(answer: int | None, api: kubernetes.client.ApiClient, namespace: str
     try:
         with RequestLog(loop_api) as log, informer:
             if not wait_for_cache_sync(informer, timeout=GUARD_SECONDS):
-                return wrong("4", "the check's informer did not sync; is the cluster up?")
+                return wrong("2", "the check's informer did not sync; is the cluster up?")
             for name in names:
                 lister.get(name)
                 patch = {"metadata": {"labels": {"visited": marker}}}
@@ -310,8 +314,8 @@ def check_4(answer: int | None, api: kubernetes.client.ApiClient, namespace: str
     finally:
         loop_api.close()
     if answer != len(log):
-        return wrong("4", f"{answer} is not what the loop made; count the informer's own too")
-    return correct("4", f"{len(log)}: one LIST, one WATCH, five PATCHes, and no reads")
+        return wrong("2", f"{answer} is not what the loop made; count the informer's own too")
+    return correct("2", f"{len(log)}: one LIST, one WATCH, five PATCHes, and no reads")
 
 
 def _notify(cond: threading.Condition) -> None:

@@ -1,4 +1,8 @@
-"""Solutions to chapter 03's exercises. Try them yourself first!"""
+"""Solutions to chapter 03's exercises, in its two parts. Try them yourself first!
+
+03a (the informer): exercise 1 is ``ch03.check_1``, exercise 2 is ``ch03.check_2``.
+03b (the indexer and the lister): exercise 1 is ``ch03.check_3``, exercise 2 is ``ch03.check_4``.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,30 @@ from typing import Any
 from helpers.lister import is_not_found
 from helpers.store import DeletedFinalStateUnknown
 
-# The stuck handler is in the call for the create; the two updates wait in its buffer (nothing is
-# merged, and the informer never waits for a handler). The other handler heard all three.
+# --- 03a, the informer -------------------------------------------------------------------------
+
+# Exercise 1. The stuck handler is in the call for the create; the two updates wait in its buffer
+# (nothing is merged, and the informer never waits for a handler). The other handler heard all
+# three.
 answer_1 = (2, 3)
 
 
+# Exercise 2.
+class DeleteCounter:
+    def __init__(self) -> None:
+        self.deletes = 0
+        self.tombstones = 0
+
+    def on_delete(self, obj: Any) -> None:
+        self.deletes += 1
+        if isinstance(obj, DeletedFinalStateUnknown):
+            self.tombstones += 1
+
+
+# --- 03b, the indexer and the lister -----------------------------------------------------------
+
+
+# Exercise 1.
 def same_colour(lister: Any, namespace: str, name: str) -> list[str] | None:
     in_namespace = lister.namespace(namespace)
     try:
@@ -24,16 +47,5 @@ def same_colour(lister: Any, namespace: str, name: str) -> list[str] | None:
     return sorted(obj["metadata"]["name"] for obj in matching if obj["metadata"]["name"] != name)
 
 
-class DeleteCounter:
-    def __init__(self) -> None:
-        self.deletes = 0
-        self.tombstones = 0
-
-    def on_delete(self, obj: Any) -> None:
-        self.deletes += 1
-        if isinstance(obj, DeletedFinalStateUnknown):
-            self.tombstones += 1
-
-
-# One LIST and one WATCH for the informer, then five PATCHes; the reads cost nothing.
-answer_4 = 7
+# Exercise 2. One LIST and one WATCH for the informer, then five PATCHes; the reads cost nothing.
+answer_2 = 7
