@@ -1,0 +1,114 @@
+"""helpers.event_sender.EventSender: Events queued, written by a thread of their own.
+
+client-go's recorder never makes a sync wait for an Event: the broadcaster
+queues it (1,000 deep, dropping when full) and one goroutine writes. These
+tests check the same promises: ``event()`` returns while the write is stuck,
+a full queue drops and counts, ``stop()`` writes what is queued and is bounded
+when a write hangs, and on the real API server the Events (and the counting
+of repeats) come out as the synchronous recorder writes them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import pytest
+
+from helpers import kube
+from helpers.event_sender import EventSender
+from helpers.events import NORMAL, EventRecorder
+from tests.tcp_proxy import TcpProxy, kubeconfig_through
+
+GUARD = 30.0
+FOO = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "n"}}
+
+
+class HeldRecorder:
+    """A recorder whose writes wait until released: the sender's queue, seen from outside."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.writing = threading.Event()
+        self.written: list[str] = []
+
+    def event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
+        self.writing.set()
+        assert self.release.wait(GUARD), "never released"
+        self.written.append(reason)
+
+
+def test_a_full_queue_drops_and_counts_and_never_blocks_the_caller() -> None:
+    held = HeldRecorder()
+    sender = EventSender(held, queue_size=1)  # type: ignore[arg-type]
+    sender.event(FOO, NORMAL, "First", "taken by the thread")
+    assert held.writing.wait(GUARD)  # the thread holds First: the queue is empty again
+    sender.event(FOO, NORMAL, "Second", "waits in the queue")
+    started = time.monotonic()
+    sender.event(FOO, NORMAL, "Third", "no room")
+    assert time.monotonic() - started < 1.0
+    assert sender.dropped == 1
+    held.release.set()
+    assert sender.stop(timeout=GUARD)
+    assert held.written == ["First", "Second"]
+
+
+def test_stop_is_bounded_when_a_write_hangs_and_later_events_are_dropped() -> None:
+    held = HeldRecorder()
+    sender = EventSender(held)  # type: ignore[arg-type]
+    sender.event(FOO, NORMAL, "Stuck", "never answered")
+    assert held.writing.wait(GUARD)
+    started = time.monotonic()
+    assert sender.stop(timeout=0.5) is False
+    assert 0.4 <= time.monotonic() - started < 5.0
+    sender.event(FOO, NORMAL, "Late", "after stop")
+    assert sender.dropped == 1
+    held.release.set()
+    assert sender.stop(timeout=GUARD)  # a second stop waits again, and now the thread ends
+    assert held.written == ["Stuck"]
+
+
+@pytest.mark.cluster
+def test_queued_events_reach_the_api_server_counted_like_direct_ones(
+    api: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    core = kubernetes.client.CoreV1Api(api)
+    created = core.create_namespaced_config_map(namespace, {"metadata": {"name": "queued"}})
+    notes = api.sanitize_for_serialization(created)
+    sender = EventSender(EventRecorder(core, "test-event-sender"))
+    for _ in range(3):
+        sender.event(notes, NORMAL, "Noted", "again")
+    sender.event(notes, NORMAL, "Other", "once")
+    assert sender.stop(timeout=GUARD)
+    events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=queued")
+    assert sorted((e.reason, e.count) for e in events.items) == [("Noted", 3), ("Other", 1)]
+    assert sender.dropped == 0
+
+
+@pytest.mark.cluster
+def test_a_sync_does_not_wait_for_an_api_server_that_does_not_answer(
+    api: kubernetes.client.ApiClient, namespace: str, tmp_path: Path
+) -> None:
+    """Through a stalled connection, a direct write waits for its timeout; a queued one not."""
+    kubeconfig = kube.default_kubeconfig()
+    _, server = kube.describe_context(kubeconfig, None)
+    with TcpProxy(("127.0.0.1", int(server.rsplit(":", 1)[1]))) as proxy:
+        slow = kube.connect(kubeconfig_through(proxy, kubeconfig, tmp_path / "proxied"))
+        core = kubernetes.client.CoreV1Api(slow)
+        created = core.create_namespaced_config_map(namespace, {"metadata": {"name": "stalled"}})
+        notes = slow.sanitize_for_serialization(created)
+        recorder = EventRecorder(core, "test-event-sender", request_timeout=(5.0, 2.0))
+        sender = EventSender(recorder)
+        assert proxy.stall() >= 1  # the API server's answers never cross it
+        started = time.monotonic()
+        sender.event(notes, NORMAL, "Noted", "while the API server is silent")
+        queued = time.monotonic() - started
+        started = time.monotonic()
+        recorder.event(notes, NORMAL, "Direct", "waits for its read timeout")
+        direct = time.monotonic() - started
+        assert sender.stop(timeout=GUARD)  # the queued write timed out too, and was logged
+        proxy.cut()
+    assert queued < 0.1 and direct >= 1.5, (queued, direct)
