@@ -60,10 +60,11 @@ from kubernetes.client.exceptions import ApiException
 from helpers import kube, preflight
 from helpers.apierrors import explain
 from helpers.clock import StopEvent
-from helpers.controller import REQUEST_TIMEOUT, CacheSyncError, FooController
+from helpers.controller import REQUEST_TIMEOUT, CacheSyncError, FooController, KubeClients
 from helpers.controller_metrics import ControllerMetrics
 from helpers.endpoints import Endpoint, checks_route, metrics_route, parse_address, serve
 from helpers.errors import CourseError
+from helpers.event_sender import EventSender
 from helpers.leaderelection import (
     LEASE_DURATION,
     RENEW_DEADLINE,
@@ -72,7 +73,7 @@ from helpers.leaderelection import (
     LeaderElector,
     LeaseLock,
 )
-from helpers.throttle import DEFAULT_BURST, DEFAULT_QPS, throttle
+from helpers.throttle import DEFAULT_BURST, DEFAULT_QPS, throttle_per_group
 
 log = logging.getLogger("helpers.program")
 
@@ -100,9 +101,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     connection.add_argument("--context", help="kubeconfig context (default: the current one)")
     connection.add_argument("--master", help="API server URL; overrides the kubeconfig's")
     connection.add_argument("--kube-api-qps", type=_positive_float, default=DEFAULT_QPS,
-                            help="requests a second to the API server (5)")  # fmt: skip
+                            help="requests a second, per API group (5)")  # fmt: skip
     connection.add_argument("--kube-api-burst", type=_positive_int, default=DEFAULT_BURST,
-                            help="requests at once above that rate (10)")  # fmt: skip
+                            help="requests at once above it, per API group (10)")  # fmt: skip
     work = parser.add_argument_group("work")
     work.add_argument("--namespace", default="", help="only this namespace (default: all)")
     work.add_argument("--workers", type=_positive_int, default=2, help="sync threads (2)")
@@ -247,8 +248,8 @@ def connect(
             configuration.host = server = options.master.rstrip("/")
     configuration.retries = False  # fail fast; informers and the elector retry with backoff
     api = kubernetes.client.ApiClient(configuration)
-    # Paced as client-go paces sample-controller: a token per request, Retry-After obeyed.
-    throttle(api, options.kube_api_qps, options.kube_api_burst)
+    # Paced as client-go paces sample-controller: a bucket per API group, Retry-After obeyed.
+    throttle_per_group(api, options.kube_api_qps, options.kube_api_burst)
     kube.probe(api, context, server, timeout=kube.PROBE_TIMEOUT_SECONDS)
     return api
 
@@ -278,12 +279,10 @@ def exit_now(code: int) -> None:
 class ControllerProcess:
     """One running controller: informers, workers, metrics, probes and (maybe) an elector.
 
-    :meth:`run` blocks until :meth:`shut_down` is called (by the signal
-    thread, or a test) and returns the exit code. ``on_lost_lease`` is what happens when
-    leadership is lost (default: exit at once); ``controller_class`` lets a test
-    hold a sync back. Every thread it starts is named and
-    joined, except worker threads that outlive ``--shutdown-timeout``: then
-    ``stuck`` is True and the caller must end the process (:func:`main` does).
+    :meth:`run` blocks until :meth:`shut_down` (from the signal thread or a test) and returns
+    the exit code; ``on_lost_lease`` is what losing the lease does (default: exit at once).
+    Every thread it starts is named and joined, but workers that outlive ``--shutdown-timeout``
+    set ``stuck``, and then :func:`main` ends the process. ``controller_class``: for tests.
     """
 
     def __init__(
@@ -294,13 +293,14 @@ class ControllerProcess:
         on_lost_lease: Callable[[int], None] = exit_now,
         controller_class: type[MeasuredFooController] = MeasuredFooController,
     ) -> None:
-        self.api = api
-        self.options = options
-        self.on_lost_lease = on_lost_lease
+        self.api, self.options, self.on_lost_lease = api, options, on_lost_lease
         self.metrics = ControllerMetrics("foo")
         self.controller = controller_class.new(api, namespace=options.namespace or None)
         self.controller.metrics = self.metrics
         self.metrics.watch_queue(self.controller.workqueue.metrics)
+        clients = self.controller.clients
+        assert isinstance(clients, KubeClients)  # what new() builds
+        self.events = clients.recorder = EventSender(clients.recorder)  # a sync queues its Events
         self.elector = self._elector() if options.leader_elect else None
         self.endpoints: list[Endpoint] = []
         self.stuck = False
@@ -407,7 +407,7 @@ class ControllerProcess:
         self.shut_down(reason)
 
     def _stop_everything(self) -> int:
-        """Workers (bounded), then the Lease, the informers and the servers."""
+        """Workers (bounded), then the Lease, the queued Events, the informers and the servers."""
         timeout = self.options.shutdown_timeout
         self._workers_stop.set()  # no new keys; workers finish the key they hold
         if self._workers_thread is not None:
@@ -424,6 +424,8 @@ class ControllerProcess:
         if self._elector_thread is not None:
             self._elector_stop.set()  # the elector releases the Lease if it holds it
             self._elector_thread.join(self.options.leader_elect_renew_deadline + REQUEST_TIMEOUT)
+        if not self.events.stop(REQUEST_TIMEOUT):  # the workers are done: no new Events come
+            log.warning("Events still queued after %gs were not written", REQUEST_TIMEOUT)
         for informer in self.controller.informers:
             informer.stop()
         for informer in self.controller.informers:

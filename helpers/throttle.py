@@ -29,6 +29,8 @@ Retry-After waits; a request of ours waits them out.
 from __future__ import annotations
 
 import threading
+import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 import kubernetes
@@ -113,17 +115,63 @@ def throttle(
 
     Each attempt waits for a token; an answer with Retry-After is retried after
     it, up to ``max_retries`` times. It wraps the client's REST layer, so every
-    API call, list and watch goes through it.
+    API call, list and watch goes through it. One bucket for all requests: a
+    clientset built from a ``rest.Config`` that sets ``QPS`` (kube-controller-manager's).
     """
     limit = Throttle(qps, burst, clock=clock)
+    _pace(api, lambda url: limit, max_retries)
+    return limit
+
+
+def throttle_per_group(
+    api: kubernetes.client.ApiClient,
+    qps: float = DEFAULT_QPS,
+    burst: int = DEFAULT_BURST,
+    *,
+    max_retries: int = MAX_RETRIES,
+    clock: Clock | None = None,
+) -> dict[str, Throttle]:
+    """Pace ``api`` with one bucket per API group; return the buckets, by group, as they come.
+
+    What sample-controller gets: its ``rest.Config`` leaves ``QPS`` at zero, so
+    ``kubernetes.NewForConfig`` makes no shared limiter and each API group's REST
+    client (``core/v1``, ``apps/v1``, ``samplecontroller.k8s.io/v1alpha1``) makes
+    its own 5/10 bucket (client-go ``rest.RESTClientForConfigAndClient``).
+    Paths outside ``/api`` and ``/apis/<group>`` (``/version``) share the group "".
+    """
+    buckets: dict[str, Throttle] = {}
+    lock = threading.Lock()
+
+    def bucket(url: str) -> Throttle:
+        group = api_group(url)
+        with lock:
+            if group not in buckets:
+                buckets[group] = Throttle(qps, burst, clock=clock)
+            return buckets[group]
+
+    _pace(api, bucket, max_retries)
+    return buckets
+
+
+def api_group(url: str) -> str:
+    """The API group a request goes to: "" for ``/api/v1/...``, "apps" for ``/apis/apps/...``."""
+    parts = urllib.parse.urlsplit(url).path.split("/")
+    return parts[2] if len(parts) > 3 and parts[1] == "apis" else ""
+
+
+def _pace(
+    api: kubernetes.client.ApiClient, bucket: Callable[[str], Throttle], max_retries: int
+) -> None:
+    """Wrap ``api``'s REST layer: each attempt waits on ``bucket(url)``; Retry-After obeyed."""
     rest = api.rest_client
     send = rest.request
 
-    def request(*args: Any, **kwargs: Any) -> Any:
+    def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        limit = bucket(url)
         for attempt in range(max_retries + 1):
             limit.wait()
             try:
-                return send(*args, **kwargs)
+                return send(method, url, *args, **kwargs)
             except ApiException as err:
                 seconds = retry_after(err)
                 if seconds is None or attempt == max_retries:
@@ -133,4 +181,3 @@ def throttle(
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     rest.request = request
-    return limit

@@ -10,7 +10,7 @@ from kubernetes.client.exceptions import ApiException
 
 from helpers import kube
 from helpers.clock import FakeClock
-from helpers.throttle import Throttle, retry_after, throttle
+from helpers.throttle import Throttle, api_group, retry_after, throttle, throttle_per_group
 
 GUARD = 10.0
 
@@ -133,3 +133,34 @@ def test_an_error_without_retry_after_and_the_last_retry_are_raised() -> None:
     with pytest.raises(ApiException):
         api.rest_client.request("GET", "/x")
     assert len(sent) == 3 and limit.retried == 2
+
+
+@pytest.mark.parametrize(
+    ("url", "group"),
+    [("https://h:6443/api/v1/namespaces/a/events", ""),
+     ("https://h:6443/apis/apps/v1/namespaces/a/deployments/web", "apps"),
+     ("https://h/apis/samplecontroller.k8s.io/v1alpha1/foos?watch=true", "samplecontroller.k8s.io"),
+     ("https://h/version", ""), ("https://h/apis", "")],
+)  # fmt: skip
+def test_the_api_group_of_a_request(url: str, group: str) -> None:
+    assert api_group(url) == group
+
+
+def test_each_api_group_has_a_bucket_of_its_own() -> None:
+    """sample-controller's pacing: Events, Deployments and Foos each spend their own 5/10."""
+    clock = FakeClock()
+    api, sent = scripted_client(["ok"] * 31)
+    buckets = throttle_per_group(api, qps=5, burst=10, clock=clock)
+    for path in ("/api/v1/events", "/apis/apps/v1/deployments", "/apis/x.io/v1/foos"):
+        for _ in range(10):
+            api.rest_client.request("POST", f"https://h{path}")  # a burst each: no wait
+    assert len(sent) == 30 and sorted(buckets) == ["", "apps", "x.io"]
+    assert [buckets[g].waited for g in sorted(buckets)] == [0, 0, 0]
+    eleventh = threading.Thread(
+        target=lambda: api.rest_client.request("POST", "https://h/apis/apps/v1/deployments")
+    )
+    eleventh.start()
+    assert clock.wait_for_waiters(1, GUARD), "the eleventh Deployment write did not wait"
+    clock.step(0.2)
+    eleventh.join(GUARD)
+    assert (buckets["apps"].requests, buckets["apps"].waited, buckets[""].requests) == (11, 1, 10)
