@@ -14,10 +14,11 @@ Equal terms, stated in RESULTS.md: both run 2 workers (sample-controller's
 ``controller.Run(ctx, 2)``) and the same workqueue rate limiter (per item 5 ms
 doubling to 1000 s, overall 50/s with burst 300: sample-controller's, which
 ``helpers.controller.foo_rate_limiter`` copies). Client pacing: client-go's
-defaults, QPS 5 and burst 10, which sample-controller does not change, for each
-of its two clientsets (one for Deployments and Events, one for Foos); our
-program builds the same two clients, each paced on its own (``--kube-api-qps``
-and ``--kube-api-burst`` are per client). Both record Events from a thread of
+defaults, which sample-controller does not change: its rest.Config leaves QPS at
+zero, so each API group's REST client gets its own 5/10 bucket (core/v1 for
+Events, apps/v1 for Deployments, samplecontroller.k8s.io for Foos); our
+program paces per API group the same way (``--kube-api-qps`` and
+``--kube-api-burst`` are per API group). Both record Events from a thread of
 their own. ``--ours-pacing`` runs ours at other paces too (default: 5/10 only).
 
 The cluster's two kwok workers hold 110 Pods each, so N x R stays under 220.
