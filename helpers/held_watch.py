@@ -4,7 +4,7 @@
 
 """Hold an informer's next watch back, to open a gap on purpose.
 
-No client-go counterpart: a tool for failure drills. Chapter 03 uses it to
+No client-go counterpart: a tool for failure drills. Chapter 03a uses it to
 make a real tombstone, its exercise check does the same, and the informer's
 failure drills in tests/ use it to make a real 410.
 """
