@@ -155,7 +155,36 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             )  # fmt: skip
             save(results)
     results["load"]["end"] = loadavg()
+    if not args.keep_objects:
+        from informer_bench import EVENTS_NAMESPACE, SYNC_NAMESPACE  # (benchmarks/ is on the path)
+
+        scaled = [scale_namespace(count, args.count) for count in args.scale]
+        remove_namespaces([SYNC_NAMESPACE, EVENTS_NAMESPACE, *scaled])
     return results
+
+
+def remove_namespaces(names: list[str]) -> None:
+    """Leave the course's cluster as we found it, and wait until it is.
+
+    The benchmark namespaces hold up to 140,000 ConfigMaps: left in place, they
+    slow every later API server start (its watch cache lists them all) and so
+    every test and drill that restarts one. ``--keep-objects`` keeps them for a
+    quicker second run.
+    """
+    import kubernetes
+
+    from helpers import kube
+    from helpers.waiting import wait_for
+
+    core = kubernetes.client.CoreV1Api(kube.connect())
+    for name in dict.fromkeys(names):
+        print(f"namespace {name} {kube.delete_namespace(core.api_client, name)}")
+    wait_for(
+        core.list_namespace,
+        lambda namespaces: not set(names) & set(namespaces),
+        what="the benchmark namespaces to be deleted",
+        timeout=900,
+    )
 
 
 def save(results: dict[str, Any]) -> None:
@@ -373,6 +402,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-controllers", action="store_true")
     parser.add_argument("--skip-profile", action="store_true")
     parser.add_argument("--render-only", action="store_true", help="rewrite from results.json")
+    parser.add_argument(
+        "--keep-objects", action="store_true",
+        help="keep the benchmark namespaces and their ConfigMaps (a second run starts sooner)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.render_only:
         results = json.loads(RESULTS_JSON.read_text())

@@ -215,13 +215,13 @@ def test_fresh_namespace_empties_the_attendees_namespace_and_keeps_the_facilitat
     monkeypatch.delenv(kube.ATTENDEE_ENV, raising=False)
     api = client_of(a_config)
     core = kubernetes.client.CoreV1Api(api)
-    mine = f"{a}-ch03-informer"
+    mine = f"{a}-ch03a-informer"
     # Left over from an interrupted run: a plain object, and one a finalizer holds.
     core.create_namespaced_config_map(mine, {"metadata": {"name": "left"}})
     core.create_namespaced_config_map(
         mine, {"metadata": {"name": "held", "finalizers": ["example.com/stopped-controller"]}}
     )
-    assert kube.fresh_namespace(api, "ch03-informer") == mine
+    assert kube.fresh_namespace(api, "ch03a-informer") == mine
     left = {item.metadata.name for item in core.list_namespaced_config_map(mine).items}
     assert left == {"kube-root-ca.crt"}  # the cluster's own, recreated at once anyway
     bindings = kubernetes.client.RbacAuthorizationV1Api(api).list_namespaced_role_binding(mine)
