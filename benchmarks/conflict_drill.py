@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ import uuid
 from pathlib import Path
 
 import kubernetes
+from controller_bench import stop_process, wait_for_line  # (benchmarks/ is on the path)
 
 from helpers import kube
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
@@ -50,17 +50,6 @@ CONVERGE_SECONDS = 300.0
 
 STARTED = "Started workers"
 """What both controllers log once their caches have synced and the workers run."""
-
-
-def wait_for_line(path: Path, text: str, process: subprocess.Popen, timeout: float = 60) -> None:
-    """Until the controller's log has ``text`` (a process announces it nowhere else)."""
-    deadline = time.monotonic() + timeout
-    while text not in path.read_text(errors="replace"):
-        if process.poll() is not None:
-            raise RuntimeError(f"the controller exited: see {path}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no {text!r} in {path} after {timeout:.0f} s")
-        time.sleep(0.1)
 
 
 def replicas_after(round_: int, before: int) -> int:
@@ -85,7 +74,7 @@ def drill(command: list[str], name: str, foos: int, restarts: int) -> dict[str, 
         )  # fmt: skip
     replicas = {f"foo-{i:02}": 1 + i % 3 for i in range(foos)}
     try:
-        wait_for_line(log_file, STARTED, process)
+        wait_for_line(log_file, STARTED, process, timeout=60)
         for foo, count in replicas.items():
             body = foo_body(foo, f"{foo}-d", count)
             custom.create_namespaced_custom_object(
@@ -115,11 +104,7 @@ def drill(command: list[str], name: str, foos: int, restarts: int) -> dict[str, 
         )  # fmt: skip
         wall = time.monotonic() - started
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop_process(process)
         cluster.revive()
         kubernetes.client.CoreV1Api(kube.connect()).delete_namespace(namespace)
     lines = log_file.read_text(errors="replace").splitlines()

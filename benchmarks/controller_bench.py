@@ -68,6 +68,16 @@ def wait_for_line(path: Path, text: str, process: subprocess.Popen[bytes], timeo
         time.sleep(0.05)
 
 
+def stop_process(process: subprocess.Popen[bytes], grace: float = 30) -> None:
+    """SIGTERM, as the kubelet does; SIGKILL if it has not exited after ``grace`` seconds."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def wait_until_gone(core: kubernetes.client.CoreV1Api, namespace: str) -> None:
     """Until the namespace and its Pods are gone, so the next run finds the nodes empty."""
 
@@ -120,12 +130,7 @@ def run_once(
         )  # fmt: skip
         wall = time.monotonic() - started
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
         core.delete_namespace(namespace)
         wait_until_gone(core, namespace)
     return {

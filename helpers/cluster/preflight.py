@@ -35,6 +35,7 @@ from kubernetes.client.exceptions import ApiException
 
 from .. import kube
 from ..errors import CourseError
+from ..preflight import Permission
 from .paths import CourseHome
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,19 +56,10 @@ class Row:
 
 
 @dataclass(frozen=True)
-class Need:
-    """One permission a chapter uses: ``verb`` on ``resource`` (``group``, ``subresource``)."""
+class Need(Permission):
+    """One permission a chapter uses (chapter 08's :class:`Permission`), and which chapters."""
 
-    verb: str
-    resource: str
-    group: str = ""
-    subresource: str = ""
     chapters: str = ""
-    name: str = ""
-
-    def __str__(self) -> str:
-        name = f"{self.resource}/{self.subresource}" if self.subresource else self.resource
-        return f"{self.verb} {name}.{self.group}" if self.group else f"{self.verb} {name}"
 
 
 def _needs(verbs: str, resource: str, group: str = "", chapters: str = "") -> list[Need]:
@@ -85,10 +77,10 @@ NAMESPACED_NEEDS: list[Need] = [
     *_needs(
         "get list watch create update patch delete", "foos", "samplecontroller.k8s.io", "00, 05-08"
     ),
-    Need("update", "foos", "samplecontroller.k8s.io", "status", "05-08"),
+    Need("update", "foos", "samplecontroller.k8s.io", "status", chapters="05-08"),
     *_needs("get list watch create update", "leases", "coordination.k8s.io", "08"),
     *_needs("get create", "serviceaccounts", "", "08"),
-    Need("create", "serviceaccounts", "", "token", "08"),
+    Need("create", "serviceaccounts", "", "token", chapters="08"),
     *_needs("get create update patch", "roles", "rbac.authorization.k8s.io", "08"),
     *_needs("get create update patch", "rolebindings", "rbac.authorization.k8s.io", "08"),
 ]
