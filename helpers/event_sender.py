@@ -38,6 +38,7 @@ class EventSender:
     def __init__(self, recorder: EventRecorder, *, queue_size: int = QUEUE_SIZE) -> None:
         self.recorder = recorder
         self.dropped = 0  # Events lost to a full queue, or sent after stop()
+        self._dropped_lock = threading.Lock()  # workers drop at once: += is not atomic
         self._queue: queue.Queue[tuple[Any, ...] | None] = queue.Queue(queue_size)
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._send, name="event-sender", daemon=True)
@@ -50,7 +51,8 @@ class EventSender:
                 raise queue.Full
             self._queue.put_nowait((obj, event_type, reason, message))
         except queue.Full:
-            self.dropped += 1
+            with self._dropped_lock:
+                self.dropped += 1
             log.error("dropped Event %s about %s: too many queued, or stopped", reason,
                       obj.get("metadata", {}).get("name"))  # fmt: skip
 

@@ -21,10 +21,13 @@ import selectors
 import socket
 import struct
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+import kubernetes
 import yaml
 
+from helpers import kube
 from helpers.cluster.paths import write_private
 
 Pair = tuple[socket.socket, socket.socket]
@@ -179,3 +182,16 @@ def kubeconfig_through(proxy: TcpProxy, source: Path, destination: Path) -> Path
         cluster["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
     write_private(destination, yaml.safe_dump(document))  # it holds the cluster's credentials
     return destination
+
+
+@contextlib.contextmanager
+def proxied_client(directory: Path) -> Iterator[tuple[TcpProxy, kubernetes.client.ApiClient]]:
+    """A TcpProxy to the course's API server, and an ApiClient whose connections go through it.
+
+    The client is made as the ``api`` fixture makes it, from a copy of the
+    default kubeconfig (written into ``directory``) that points at the proxy.
+    """
+    kubeconfig = kube.default_kubeconfig()
+    _, server = kube.describe_context(kubeconfig, None)
+    with TcpProxy(("127.0.0.1", int(server.rsplit(":", 1)[1]))) as proxy:
+        yield proxy, kube.connect(kubeconfig_through(proxy, kubeconfig, directory / "proxied"))

@@ -18,10 +18,9 @@ from typing import Any
 import kubernetes
 import pytest
 
-from helpers import kube
 from helpers.event_sender import EventSender
 from helpers.events import NORMAL, EventRecorder
-from tests.tcp_proxy import TcpProxy, kubeconfig_through
+from tests.tcp_proxy import proxied_client
 
 GUARD = 30.0
 FOO = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "n"}}
@@ -93,10 +92,7 @@ def test_a_sync_does_not_wait_for_an_api_server_that_does_not_answer(
     api: kubernetes.client.ApiClient, namespace: str, tmp_path: Path
 ) -> None:
     """Through a stalled connection, a direct write waits for its timeout; a queued one not."""
-    kubeconfig = kube.default_kubeconfig()
-    _, server = kube.describe_context(kubeconfig, None)
-    with TcpProxy(("127.0.0.1", int(server.rsplit(":", 1)[1]))) as proxy:
-        slow = kube.connect(kubeconfig_through(proxy, kubeconfig, tmp_path / "proxied"))
+    with proxied_client(tmp_path) as (proxy, slow):
         core = kubernetes.client.CoreV1Api(slow)
         created = core.create_namespaced_config_map(namespace, {"metadata": {"name": "stalled"}})
         notes = slow.sanitize_for_serialization(created)

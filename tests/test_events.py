@@ -14,9 +14,8 @@ from pathlib import Path
 import kubernetes
 import pytest
 
-from helpers import kube
 from helpers.events import NORMAL, EventRecorder
-from tests.tcp_proxy import TcpProxy, kubeconfig_through
+from tests.tcp_proxy import proxied_client
 
 GUARD = 30.0
 
@@ -54,10 +53,7 @@ def test_a_read_timeout_is_logged_not_raised(
     tmp_path: Path,
 ) -> None:
     """urllib3's ReadTimeoutError is no OSError: it must not escape into the sync."""
-    kubeconfig = kube.default_kubeconfig()
-    _, server = kube.describe_context(kubeconfig, None)
-    with TcpProxy(("127.0.0.1", int(server.rsplit(":", 1)[1]))) as proxy:
-        slow = kube.connect(kubeconfig_through(proxy, kubeconfig, tmp_path / "proxied"))
+    with proxied_client(tmp_path) as (proxy, slow):
         core = kubernetes.client.CoreV1Api(slow)
         notes = _config_map(core, namespace, "slow")  # opens the connection the pool keeps
         recorder = EventRecorder(core, "test-events", request_timeout=(5.0, 0.5))

@@ -16,7 +16,6 @@ from pathlib import Path
 import kubernetes
 import pytest
 
-from helpers import kube
 from helpers.cluster.info import describe
 from helpers.etcd import EtcdClient
 from helpers.held_watch import HeldListWatch
@@ -24,7 +23,7 @@ from helpers.informer import SharedInformer, wait_for_cache_sync
 from helpers.listwatch import ListWatch
 from tests.cluster_faults import local_cluster, restart_api_server
 from tests.informer_harness import SELECTOR, Churn, Recorder, cache_view
-from tests.tcp_proxy import TcpProxy, kubeconfig_through
+from tests.tcp_proxy import TcpProxy, proxied_client
 
 pytestmark = pytest.mark.cluster
 
@@ -69,12 +68,8 @@ def assert_converged(
 @pytest.fixture
 def proxied_api(api: kubernetes.client.ApiClient, tmp_path: Path) -> Iterator[tuple]:
     """An ApiClient whose connections go through a TcpProxy we can cut or block."""
-    kubeconfig = kube.default_kubeconfig()
-    _, server = kube.describe_context(kubeconfig, None)
-    port = int(server.rsplit(":", 1)[1])
-    with TcpProxy(("127.0.0.1", port)) as proxy:
-        client = kube.connect(kubeconfig_through(proxy, kubeconfig, tmp_path / "proxied"))
-        yield proxy, client
+    with proxied_client(tmp_path) as proxied:
+        yield proxied
 
 
 def test_500_mixed_changes(api: kubernetes.client.ApiClient, namespace: str) -> None:

@@ -22,8 +22,7 @@ from pathlib import Path
 import kubernetes
 import pytest
 
-from helpers import kube
-from tests.tcp_proxy import TcpProxy, kubeconfig_through
+from tests.tcp_proxy import TcpProxy, proxied_client
 
 pytestmark = pytest.mark.cluster
 
@@ -31,10 +30,8 @@ pytestmark = pytest.mark.cluster
 @pytest.fixture
 def proxied(tmp_path: Path) -> Iterator[tuple[TcpProxy, kubernetes.client.ApiClient]]:
     """An ApiClient, made as the ``api`` fixture makes it, whose connections we can cut."""
-    kubeconfig = kube.default_kubeconfig()
-    _, server = kube.describe_context(kubeconfig, None)
-    with TcpProxy(("127.0.0.1", int(server.rsplit(":", 1)[1]))) as proxy:
-        yield proxy, kube.connect(kubeconfig_through(proxy, kubeconfig, tmp_path / "proxied"))
+    with proxied_client(tmp_path) as proxied:
+        yield proxied
 
 
 def test_a_pooled_connection_closed_by_the_other_side_is_replaced_before_reuse(

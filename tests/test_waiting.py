@@ -16,10 +16,10 @@ from typing import Any
 import kubernetes
 import pytest
 
-from helpers import kube, waiting
+from helpers import waiting
 from helpers.errors import CourseError
 from helpers.waiting import wait_for
-from tests.tcp_proxy import TcpProxy, kubeconfig_through
+from tests.tcp_proxy import TcpProxy, proxied_client
 
 pytestmark = pytest.mark.cluster
 
@@ -110,11 +110,8 @@ def test_typed_lists_still_work_and_time_out_with_a_sentence(
 @pytest.fixture
 def proxied(api: kubernetes.client.ApiClient, tmp_path: Path) -> Iterator[tuple]:
     """A TcpProxy to the API server, and an ApiClient whose connections go through it."""
-    kubeconfig = kube.default_kubeconfig()
-    _, server = kube.describe_context(kubeconfig, None)
-    port = int(server.rsplit(":", 1)[1])
-    with TcpProxy(("127.0.0.1", port)) as proxy:
-        yield proxy, kube.connect(kubeconfig_through(proxy, kubeconfig, tmp_path / "proxied"))
+    with proxied_client(tmp_path) as proxied:
+        yield proxied
 
 
 def finishes_within(limit: float, proxy: TcpProxy, call: Callable[[], Any]) -> Any:
