@@ -15,11 +15,16 @@ Not a timed test: measurements recorded in benchmarks/RESULTS.md. Two workloads:
     measure is the informer's own pipeline (decode, cache, dispatch), not how
     fast we can write.
 
+``--wire`` adds two rows to each: the same request read over the wire with
+nothing decoded (``_wire_sync``: the first LIST; ``_wire_events``: the replayed
+watch, frames counted), in JSON and in protobuf. No client speaking a format
+can be faster than its row, so these show what the wire format alone allows.
+
 Each measurement runs in a fresh subprocess, so one does not inherit the
 other's memory. Needs the course's cluster (``make up``; KUBECONFIG as
 ``python -m helpers.cluster kubeconfig`` prints).
 
-Run: .venv/bin/python benchmarks/informer_bench.py all [--count 10000] [--events 5000]
+Run: .venv/bin/python benchmarks/informer_bench.py all [--count 10000] [--events 5000] [--wire]
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import gc
+import inspect
 import json
 import os
 import subprocess
@@ -36,6 +42,7 @@ import time
 from typing import Any
 
 import kubernetes
+import urllib3
 
 from helpers import kube
 
@@ -232,6 +239,115 @@ def measure_events(impl: str, namespace: str, since: str, events: int) -> dict[s
             "events_per_second": round(events / elapsed)}  # fmt: skip
 
 
+# -- the wire alone: bytes read, nothing decoded -------------------------------------------
+
+# The Accept header for each format, (LIST, WATCH), as client-go sends them: a
+# protobuf watch asks for stream=watch (its frames are length-prefixed).
+WIRE_ACCEPT = {
+    "json": ("application/json", "application/json"),
+    "protobuf": ("application/vnd.kubernetes.protobuf",
+                 "application/vnd.kubernetes.protobuf;stream=watch"),
+}  # fmt: skip
+WIRE_READ = 1 << 20  # bytes asked of each read: whatever has arrived, up to 1 MiB
+
+
+def _wire_get(api: kubernetes.client.ApiClient, path: str, query: list[tuple[str, str]],
+              accept: str) -> urllib3.HTTPResponse:  # fmt: skip
+    """GET ``path`` unread, through the course's client: our TLS, auth, pool and timeouts.
+
+    Like helpers/listwatch.py's ``_get``, only with the Accept header asked
+    for, so the wire rows differ from our informer's requests in nothing but
+    the format and the decoding left out.
+    """
+    return api.call_api(
+        path, "GET", query_params=query, header_params={"Accept": accept},
+        auth_settings=["BearerToken"], _preload_content=False,
+        _return_http_data_only=True, _request_timeout=(10, 300),
+    )  # fmt: skip
+
+
+def count_frames(pending: bytes, wire: str) -> tuple[int, bytes]:
+    """Whole frames at the front of ``pending``, and the bytes left over (a frame still arriving).
+
+    JSON watch events are one per line; protobuf ones are a 4-byte big-endian
+    length and that many bytes. Only the frame boundaries are found: nothing
+    is decoded.
+    """
+    if wire == "json":
+        lines = pending.count(b"\n")
+        return lines, pending[pending.rfind(b"\n") + 1 :]
+    frames, at = 0, 0
+    while len(pending) - at >= 4:
+        size = int.from_bytes(pending[at : at + 4], "big")
+        if len(pending) - at - 4 < size:
+            break
+        at += 4 + size
+        frames += 1
+    return frames, pending[at:]
+
+
+def measure_wire_events(
+    wire: str, namespace: str, since: str, events: int, timeout_seconds: int = 300
+) -> dict[str, Any]:
+    """Read the watch the events workload replays, counting frames only: a ceiling for any client.
+
+    The same watch as the informers' (from ``since``, no bookmarks), timed the
+    same way (from before the request until the ``events``-th event), so the
+    row says how fast the bytes alone arrive over this format on this machine.
+    ``frames`` is how many whole frames had arrived by then: the replayed
+    watch holds exactly ``events``, so anything else means miscounted frames.
+    The server ends the watch after ``timeout_seconds``, should fewer arrive.
+    """
+    api = kube.connect()
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    query = [("watch", "true"), ("resourceVersion", since),
+             ("timeoutSeconds", str(timeout_seconds))]  # fmt: skip
+    started = time.perf_counter()
+    response = _wire_get(api, path, query, WIRE_ACCEPT[wire][1])
+    frames, pending, received = 0, b"", 0
+    try:
+        while frames < events:
+            chunk = response.read1(WIRE_READ)
+            if not chunk:
+                break
+            received += len(chunk)
+            found, pending = count_frames(pending + chunk, wire)
+            frames += found
+        elapsed = time.perf_counter() - started
+    finally:
+        response.close()  # the watch goes on past the last event: drop the connection
+    assert frames >= events, f"wire-{wire}: the watch ended after {frames} of {events} events"
+    return {"impl": f"wire-{wire}", "events": events, "frames": frames,
+            "seconds": round(elapsed, 3), "events_per_second": round(events / elapsed),
+            "bytes": received}  # fmt: skip
+
+
+def measure_wire_sync(wire: str, namespace: str) -> dict[str, Any]:
+    """Read our reflector's first LIST (resourceVersion=0, limit=500) to its last byte, undecoded.
+
+    The watch cache answers a LIST at resourceVersion 0 from memory in one
+    response, so this is the whole sync's traffic: the time any client
+    speaking this format needs before it could decode a single object.
+    """
+    from helpers.reflector import Reflector
+
+    limit = inspect.signature(Reflector).parameters["page_size"].default  # what ours asks
+    api = kube.connect()
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    query = [("resourceVersion", "0"), ("limit", str(limit))]
+    started = time.perf_counter()
+    response = _wire_get(api, path, query, WIRE_ACCEPT[wire][0])
+    received = 0
+    try:
+        while chunk := response.read1(WIRE_READ):
+            received += len(chunk)
+        elapsed = time.perf_counter() - started
+    finally:
+        response.release_conn()  # read to its end: the connection can be used again
+    return {"impl": f"wire-{wire}", "sync_seconds": round(elapsed, 3), "bytes": received,
+            "limit": limit}  # fmt: skip
+
+
 # -- orchestration ------------------------------------------------------------------------
 
 
@@ -318,8 +434,10 @@ def go_variants(args: argparse.Namespace, known: dict[str, Any]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["all", "sync", "events", "_sync", "_events"])
+    commands = ["all", "sync", "events", "_sync", "_events", "_wire_sync", "_wire_events"]
+    parser.add_argument("command", choices=commands)
     parser.add_argument("--impl", choices=["ours", "ours-fastjson", "ours-unstripped", "official"])
+    parser.add_argument("--wire-format", choices=list(WIRE_ACCEPT), help="_wire_*: which format")
     parser.add_argument("--namespace", default=SYNC_NAMESPACE, help="sync: where the objects are")
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=5_000)
@@ -329,6 +447,9 @@ def main() -> None:
     parser.add_argument("--go-variants", help="client-go rows, separated by ';' (default: all)")
     parser.add_argument("--skip-official", action="store_true", help="leave out the official one")
     parser.add_argument("--fast-json", action="store_true", help="add ours with helpers.fastjson")
+    parser.add_argument(
+        "--wire", action="store_true", help="add the wire-only rows (bytes read, nothing decoded)"
+    )
     args = parser.parse_args()
 
     if args.command == "_sync":
@@ -336,6 +457,15 @@ def main() -> None:
         return
     if args.command == "_events":
         print(json.dumps(measure_events(args.impl, EVENTS_NAMESPACE, args.since, args.events)))
+        return
+    if args.command.startswith("_wire") and args.wire_format is None:
+        parser.error(f"{args.command} needs --wire-format ({' or '.join(WIRE_ACCEPT)})")
+    if args.command == "_wire_sync":
+        print(json.dumps(measure_wire_sync(args.wire_format, args.namespace)))
+        return
+    if args.command == "_wire_events":
+        row = measure_wire_events(args.wire_format, EVENTS_NAMESPACE, args.since, args.events)
+        print(json.dumps(row))
         return
 
     api = kube.connect()
@@ -348,6 +478,10 @@ def main() -> None:
                                 "--namespace", args.namespace)  # fmt: skip
                 print(json.dumps(row), file=sys.stderr)
                 results["sync"].append(row)
+            for wire in WIRE_ACCEPT if args.wire else []:
+                row = run_child("_wire_sync", "--wire-format", wire, "--namespace", args.namespace)
+                print(json.dumps(row), file=sys.stderr)
+                results["sync"].append(row)
             for label in go_variants(args, GO_SYNC_VARIANTS):
                 row = go_sync(args.go_program, label, args.namespace)
                 print(json.dumps(row), file=sys.stderr)
@@ -357,6 +491,11 @@ def main() -> None:
             since = results["events_since"] = prepare_events(api, args.events)
             for impl in python_impls(args):
                 row = run_child("_events", "--impl", impl, "--since", since,
+                                "--events", str(args.events))  # fmt: skip
+                print(json.dumps(row), file=sys.stderr)
+                results["events"].append(row)
+            for wire in WIRE_ACCEPT if args.wire else []:
+                row = run_child("_wire_events", "--wire-format", wire, "--since", since,
                                 "--events", str(args.events))  # fmt: skip
                 print(json.dumps(row), file=sys.stderr)
                 results["events"].append(row)
