@@ -43,8 +43,15 @@ def loads(data: bytes | bytearray | str) -> Any:
         return json.loads(data)  # the same object, or the standard library's own error
 
 
-def decode_list(data: bytes | str, transform: listwatch.Transform | None = None) -> dict[str, Any]:
-    """``helpers.listwatch.decode_list`` with orjson: the LIST as a dict, items transformed."""
+def decode_list(
+    source: bytes | str | listwatch.Readable, transform: listwatch.Transform | None = None
+) -> dict[str, Any]:
+    """``helpers.listwatch.decode_list`` with orjson: the LIST as a dict, items transformed.
+
+    A response (``source`` with ``read``) is read whole first: orjson decodes
+    one complete document.
+    """
+    data = source if isinstance(source, bytes | bytearray | str) else source.read()
     document = loads(data)
     if transform is not None and isinstance(document, dict):
         items = document.get("items")

@@ -769,18 +769,22 @@ class SharedInformer:
     def _replace_all(self, items: list[Any], resource_version: str) -> None:
         initial = not self.synced.is_set()
         before = {key: self.indexer.get_by_key(key) for key in self.indexer.list_keys()}
-        listed = {meta_namespace_key(obj) for obj in items}
         self.indexer.replace(items, resource_version)
-        for key, last_known in before.items():
-            if key not in listed:
-                # Deleted while we were not watching: we never saw its final state.
-                self._distribute(_Delete(DeletedFinalStateUnknown(key, last_known)))
-        for obj in items:
-            old = before.get(meta_namespace_key(obj))
-            if old is None:
+        if not before:  # the first list, usually: nothing to compare with, every object is new
+            for obj in items:
                 self._distribute(_Add(obj, initial))
-            else:
-                self._distribute(_Update(old, obj), sync=_same_version(old, obj))
+        else:
+            listed = {meta_namespace_key(obj): obj for obj in items}
+            for key, last_known in before.items():
+                if key not in listed:
+                    # Deleted while we were not watching: we never saw its final state.
+                    self._distribute(_Delete(DeletedFinalStateUnknown(key, last_known)))
+            for key, obj in listed.items():
+                old = before.get(key)
+                if old is None:
+                    self._distribute(_Add(obj, initial))
+                else:
+                    self._distribute(_Update(old, obj), sync=_same_version(old, obj))
         if initial:
             self.synced.set()
             for registration in self._handlers:

@@ -29,6 +29,7 @@ matter, and are why this module exists instead of ``kubernetes.watch.Watch``:
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import re
@@ -234,9 +235,12 @@ class ListWatch:
             query.append(("continue", continue_token))
         response = self._get(query, (self.connect_timeout, self.list_read_timeout))
         try:
-            return decode_list(response.data, transform)
-        finally:
-            response.release_conn()
+            listed = decode_list(response, transform)  # decoded while it arrives
+        except BaseException:
+            response.close()  # unread bytes must not reach the next request on this connection
+            raise
+        response.release_conn()
+        return listed
 
     def watch(
         self,
@@ -291,8 +295,16 @@ class ListWatch:
         )
 
 
-def decode_list(data: bytes, transform: Transform | None = None) -> dict[str, Any]:
-    """Decode a LIST response one item at a time, transforming each as it is decoded.
+class Readable(Protocol):
+    """What ``decode_list`` reads a response through: urllib3's ``HTTPResponse`` has it."""
+
+    def read(self, amt: int) -> bytes: ...
+
+
+def decode_list(
+    source: bytes | str | Readable, transform: Transform | None = None
+) -> dict[str, Any]:
+    """Decode a LIST response one item at a time, as it arrives, transforming each item.
 
     Why not ``json.loads``: a list of 10,000 objects becomes 10,000 dicts at
     once, and trimming them afterwards (say, dropping managedFields) leaves the
@@ -301,6 +313,12 @@ def decode_list(data: bytes, transform: Transform | None = None) -> dict[str, An
     by the next. Measured on 10,000 ConfigMaps: 2.6 kB of resident memory per
     object instead of 4.6 kB, and twice as fast (benchmarks/RESULTS.md).
 
+    ``source`` may be the response itself (anything with ``read(n)``). Then
+    decoding starts with the first chunk, while the API server is still
+    sending the rest, instead of after the last byte; and the whole body never
+    sits in memory twice (as bytes and as text). Measured on 10,000 ConfigMaps
+    on a quiet 2-core machine: the list took 0.13-0.24 s instead of 0.24-0.35 s.
+
     ``json.loads`` shares one string per distinct key across a whole document;
     decoding items separately would not, so each kept item's keys are interned
     (after ``transform``, so that dropped parts cost nothing), and so are the
@@ -308,36 +326,121 @@ def decode_list(data: bytes, transform: Transform | None = None) -> dict[str, An
     second), labels and annotations. On 10,000 ConfigMaps that is 1.6 kB of
     decoded item instead of 2.3 kB, for about 25% more decoding time.
     """
-    text = data.decode() if isinstance(data, bytes | bytearray) else data
-    decoder = json.JSONDecoder()
+    text = _Text(source)
+    text.skip()
+    if text.peek() != "{":
+        return json.loads(text.rest())  # not an object: let json report what it is
     result: dict[str, Any] = {}
-    index = _skip(text, 0)
-    if text[index] != "{":
-        return json.loads(text)  # not an object: let json report what it is
-    index = _skip(text, index + 1)
-    while text[index] != "}":
-        key, index = decoder.raw_decode(text, index)
-        index = _skip(text, index)
-        index = _skip(text, index + 1)  # the ':'
-        if key == "items" and text[index] == "[":
+    text.step()
+    while text.peek() != "}":
+        key = text.value()
+        text.skip()
+        text.step()  # the ':'
+        if key == "items" and text.peek() == "[":
             items = []
-            index = _skip(text, index + 1)
-            while text[index] != "]":
-                item, index = decoder.raw_decode(text, index)
+            text.step()
+            while text.peek() != "]":
+                item = text.value()
                 items.append(_shared(transform(item) if transform is not None else item))
-                index = _skip(text, index, ",")
-            value, index = items, index + 1
+                text.skip(",")
+            text.step()
+            result[key] = items
         else:
-            value, index = decoder.raw_decode(text, index)
-        result[key] = value
-        index = _skip(text, index, ",")
+            result[key] = text.value()
+        text.skip(",")
+    text.step()
+    text.end()
     return result
 
 
-def _skip(text: str, index: int, also: str = "") -> int:
-    while text[index] in " \t\r\n" or text[index] in also:
-        index += 1
-    return index
+class _Text:
+    """A JSON document's text, read from the response chunk by chunk as decoding needs it.
+
+    ``index`` is where decoding stands. Only the text from ``index`` on is kept:
+    each new chunk is appended to what is left of the last one.
+    """
+
+    CHUNK = 64 * 1024
+
+    def __init__(self, source: bytes | str | Readable) -> None:
+        self._read: Callable[[int], bytes] | None = None
+        if isinstance(source, bytes | bytearray):
+            self.text = source.decode()
+        elif isinstance(source, str):
+            self.text = source
+        else:
+            self._read = source.read
+            self._utf8 = codecs.getincrementaldecoder("utf-8")()
+            self.text = ""
+        self.index = 0
+        self._decoder = json.JSONDecoder()
+
+    def _more(self) -> bool:
+        """Read the next chunk; False once the response has ended.
+
+        Asks for at least as much as is waiting undecoded, so an item larger
+        than a chunk is retried a few times (doubling), not once per chunk.
+        """
+        if self._read is None:
+            return False
+        chunk = self._read(max(self.CHUNK, len(self.text) - self.index))
+        rest, self.index = self.text[self.index :], 0
+        if not chunk:
+            self._read = None
+            self.text = rest + self._utf8.decode(b"", final=True)
+            return False
+        self.text = rest + self._utf8.decode(chunk)
+        return True
+
+    def peek(self) -> str:
+        """The next character, reading more if needed."""
+        while self.index >= len(self.text):
+            if not self._more():
+                raise json.JSONDecodeError(
+                    "the response ended before the list did", self.text, self.index
+                )
+        return self.text[self.index]
+
+    def step(self) -> None:
+        """Past the character ``peek`` returned, and any whitespace after it."""
+        self.index += 1
+        self.skip()
+
+    def skip(self, also: str = "") -> None:
+        """Past whitespace (and the characters in ``also``)."""
+        while True:
+            text, index = self.text, self.index
+            while index < len(text) and (text[index] in " \t\r\n" or text[index] in also):
+                index += 1
+            self.index = index
+            if index < len(text) or not self._more():
+                return
+
+    def value(self) -> Any:
+        """The next JSON value, reading more while the text ends inside it."""
+        while True:
+            try:
+                value, end = self._decoder.raw_decode(self.text, self.index)
+            except json.JSONDecodeError:
+                if self._more():
+                    continue
+                raise
+            # A number that ends where the text ends may go on in the next chunk.
+            if end < len(self.text) or not isinstance(value, int | float) or not self._more():
+                self.index = end
+                return value
+
+    def rest(self) -> str:
+        """Everything from ``index`` to the end of the response."""
+        while self._more():
+            pass
+        return self.text[self.index :]
+
+    def end(self) -> None:
+        """Read to the end of the response; only whitespace may follow the list."""
+        self.skip()
+        if self.index < len(self.text):
+            raise json.JSONDecodeError("Extra data", self.text, self.index)
 
 
 def _shared(item: Any) -> Any:
@@ -358,10 +461,12 @@ def _shared(item: Any) -> Any:
 
 
 def _intern_keys(value: Any) -> Any:
+    # Strings, most of the leaves, are kept without a call: this runs on every
+    # item of every LIST, and those calls were a third of its time.
     if isinstance(value, dict):
-        return {sys.intern(k): _intern_keys(v) for k, v in value.items()}
+        return {sys.intern(k): v if type(v) is str else _intern_keys(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_intern_keys(v) for v in value]
+        return [v if type(v) is str else _intern_keys(v) for v in value]
     return value
 
 
