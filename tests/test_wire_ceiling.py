@@ -115,12 +115,18 @@ def results(*, wire: bool) -> dict[str, Any]:
     ]  # fmt: skip
     if wire:
         sync += [
-            {"impl": "wire-json", "sync_seconds": 0.16, "bytes": 8_000_000, "limit": 500},
+            {
+                "impl": "wire-json",
+                "sync_seconds": 0.16,
+                "bytes": 8_000_000,
+                "limit": 500,
+                "client_cpu_seconds": 0.04,
+            },
             {"impl": "wire-protobuf", "sync_seconds": 0.1, "bytes": 6_000_000, "limit": 500},
         ]
         events += [
             {"impl": "wire-json", "events": 5_000, "frames": 5_000, "seconds": 0.125,
-             "events_per_second": 40_000, "bytes": 4_600_000},
+             "events_per_second": 40_000, "bytes": 4_600_000, "client_cpu_seconds": 0.05},
             {"impl": "wire-protobuf", "events": 5_000, "frames": 5_000, "seconds": 0.0625,
              "events_per_second": 80_000, "bytes": 3_400_000},
         ]  # fmt: skip
@@ -135,12 +141,16 @@ def test_the_report_shows_the_wire_rows_with_their_ratios_and_what_they_mean() -
     ) in sync
     assert "| wire only, protobuf (bytes read, nothing decoded) | 0.100 s |" in sync
     assert "ceiling any client speaking that format can reach on this machine" in sync
-    assert "is 0.240 s; reading the JSON LIST alone took 0.160 s." in sync
+    assert "is 0.240 s; reading the JSON LIST alone took 0.160 s (median)." in sync
+    assert "Run by run, the JSON wire against client-go (stream, protobuf): 0.80x." in sync
+    assert "The reader's own CPU time was 25% of its wall time (median)" in sync
     events = "\n".join(report.render_events(results(wire=True)))
     wire_json = "| wire only, JSON (bytes read, nothing decoded) | 40,000 | **40,000** | 4.00x |"
     assert wire_json in events
     assert "| wire only, protobuf (bytes read, nothing decoded) | 80,000 |" in events
     assert "is 35,000 events a second; the JSON watch's bytes alone arrived at 40,000" in events
+    assert "Run by run, the JSON wire against client-go (list, protobuf): 0.80x." in events
+    assert "The reader's own CPU time was 40% of its wall time (median)" in events
     # The wire rows come after every client's row: they are a bound, not a client.
     assert events.index("client-go (list, protobuf) | 50,000") < events.index("wire only, JSON")
 
