@@ -302,7 +302,8 @@ def render_sync(results: dict[str, Any]) -> list[str]:
             "The *wire only* rows make our reflector's first request (a LIST at resourceVersion "
             f"0 with limit={min(limits)}, which the watch cache answers in one response) and read "
             "its bytes to the last without decoding any: the ceiling any client speaking that "
-            "format can reach on this machine (`informer_bench.py _wire_sync`)."
+            "format through urllib3, as ours does, can reach on this machine "
+            "(`informer_bench.py _wire_sync`)."
             + wire_against_target(rows, "sync_seconds", GO_DEFAULT, SYNC_TARGET, "s")
         )]  # fmt: skip
     return [*lines, ""]
@@ -374,8 +375,8 @@ def render_events(results: dict[str, Any]) -> list[str]:
             "The *wire only* rows open the same watch (from the same resourceVersion, no "
             "bookmarks) and count its frames as the bytes arrive (JSON: one line per event; "
             "protobuf: length-prefixed), decoding nothing, timed from before the request as the "
-            "informers are: the ceiling any client speaking that format can reach on this "
-            "machine (`informer_bench.py _wire_events`)." + against
+            "informers are: the ceiling any client speaking that format through urllib3, as "
+            "ours does, can reach on this machine (`informer_bench.py _wire_events`)." + against
         )]  # fmt: skip
     return [*lines, ""]
 
