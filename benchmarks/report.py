@@ -6,9 +6,8 @@ library JSON, and with the :mod:`helpers.fastjson` swap), the official Python
 client's informer, client-go's informer (benchmarks/go/informerbench, with and
 without streaming lists, JSON and protobuf), the same requests read over the
 wire with nothing decoded (JSON and protobuf: what the format alone allows),
-the course's FooController and
-sample-controller, the growth of sync time and memory with the number of
-objects, and a cProfile of where our time goes.
+the course's FooController and sample-controller, the growth of sync time and
+memory with the number of objects, and a cProfile of where our time goes.
 
 The Go programs are built (or found in the cache) by
 :mod:`helpers.cluster.gobuild`. Raw rows go to ``benchmarks/results.json``;
