@@ -38,23 +38,27 @@ class EventSender:
     def __init__(self, recorder: EventRecorder, *, queue_size: int = QUEUE_SIZE) -> None:
         self.recorder = recorder
         self.dropped = 0  # Events lost to a full queue, or sent after stop()
-        self._dropped_lock = threading.Lock()  # workers drop at once: += is not atomic
+        # One lock orders event() against stop(): without it an Event could pass
+        # the "stopped?" check, then land behind stop()'s end marker, neither
+        # written nor counted. It also guards ``dropped`` (+= is not atomic).
+        self._lock = threading.Lock()
         self._queue: queue.Queue[tuple[Any, ...] | None] = queue.Queue(queue_size)
-        self._stopped = threading.Event()
+        self._stopped = False
         self._thread = threading.Thread(target=self._send, name="event-sender", daemon=True)
         self._thread.start()  # daemon: a write stuck past stop() must not keep the process
 
     def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
         """Queue the Event and return at once; drop it (and log) if the queue is full."""
-        try:
-            if self._stopped.is_set():
-                raise queue.Full
-            self._queue.put_nowait((obj, event_type, reason, message))
-        except queue.Full:
-            with self._dropped_lock:
+        with self._lock:  # held only for a put that never blocks
+            try:
+                if self._stopped:
+                    raise queue.Full
+                self._queue.put_nowait((obj, event_type, reason, message))
+                return
+            except queue.Full:
                 self.dropped += 1
-            log.error("dropped Event %s about %s: too many queued, or stopped", reason,
-                      obj.get("metadata", {}).get("name"))  # fmt: skip
+        log.error("dropped Event %s about %s: too many queued, or stopped", reason,
+                  obj.get("metadata", {}).get("name"))  # fmt: skip
 
     def _send(self) -> None:
         while (item := self._queue.get()) is not None:
@@ -62,7 +66,8 @@ class EventSender:
 
     def stop(self, timeout: float) -> bool:
         """Write what is queued, for at most ``timeout`` seconds; True if all of it was."""
-        self._stopped.set()  # from now on event() drops
+        with self._lock:
+            self._stopped = True  # from now on event() drops
         deadline = time.monotonic() + timeout
         try:
             self._queue.put(None, timeout=timeout)  # after the queued Events

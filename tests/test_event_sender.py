@@ -108,3 +108,37 @@ def test_a_sync_does_not_wait_for_an_api_server_that_does_not_answer(
         assert sender.stop(timeout=GUARD)  # the queued write timed out too, and was logged
         proxy.cut()
     assert queued < 0.1 and direct >= 1.5, (queued, direct)
+
+
+def test_an_event_sent_while_stop_begins_is_written_or_counted_never_lost() -> None:
+    """The interleaving a lock must rule out: event() past its "stopped?" check, then stop().
+
+    The queue's put is held at that point while stop() runs in another thread.
+    Without the lock, stop() puts its end marker first, and the Event lands
+    behind it: the thread never writes it, and ``dropped`` never counts it.
+    """
+    held = HeldRecorder()
+    held.release.set()
+    sender = EventSender(held)  # type: ignore[arg-type]
+    marker_queued = threading.Event()
+    stopper: list[threading.Thread] = []
+    original_put, original_put_nowait = sender._queue.put, sender._queue.put_nowait
+
+    def put(item: Any, *args: Any, **kwargs: Any) -> None:
+        original_put(item, *args, **kwargs)
+        if item is None:
+            marker_queued.set()
+
+    def put_nowait(item: Any) -> None:
+        stopper.append(threading.Thread(target=sender.stop, args=(GUARD,)))
+        stopper[0].start()
+        # With the lock, stop() cannot get past it while this put is pending:
+        # its marker must not be queued within this bound.
+        marker_queued.wait(0.5)
+        original_put_nowait(item)
+
+    sender._queue.put, sender._queue.put_nowait = put, put_nowait  # type: ignore[method-assign]
+    sender.event(FOO, NORMAL, "Racing", "sent as stop() begins")
+    stopper[0].join(GUARD)
+    assert not stopper[0].is_alive()
+    assert held.written == ["Racing"] or sender.dropped == 1, (held.written, sender.dropped)
