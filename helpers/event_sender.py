@@ -38,10 +38,7 @@ class EventSender:
     def __init__(self, recorder: EventRecorder, *, queue_size: int = QUEUE_SIZE) -> None:
         self.recorder = recorder
         self.dropped = 0  # Events lost to a full queue, or sent after stop()
-        # One lock orders event() against stop(): without it an Event could pass
-        # the "stopped?" check, then land behind stop()'s end marker, neither
-        # written nor counted. It also guards ``dropped`` (+= is not atomic).
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # orders event() against stop(); guards dropped
         self._queue: queue.Queue[tuple[Any, ...] | None] = queue.Queue(queue_size)
         self._stopped = False
         self._thread = threading.Thread(target=self._send, name="event-sender", daemon=True)
@@ -49,14 +46,11 @@ class EventSender:
 
     def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
         """Queue the Event and return at once; drop it (and log) if the queue is full."""
-        with self._lock:  # held only for a put that never blocks
-            try:
-                if self._stopped:
-                    raise queue.Full
+        with self._lock:  # only we add while it is held, so "not full" stays true
+            if not self._stopped and not self._queue.full():
                 self._queue.put_nowait((obj, event_type, reason, message))
                 return
-            except queue.Full:
-                self.dropped += 1
+            self.dropped += 1
         log.error("dropped Event %s about %s: too many queued, or stopped", reason,
                   obj.get("metadata", {}).get("name"))  # fmt: skip
 
