@@ -305,21 +305,19 @@ def render_sync(results: dict[str, Any]) -> list[str]:
             "its bytes to the last without decoding any: the ceiling any client speaking that "
             "format through urllib3, as ours does, can reach on this machine "
             "(`informer_bench.py _wire_sync`)."
-            + wire_against_target(rows, "sync_seconds", GO_DEFAULT, SYNC_TARGET, "s")
+            + wire_against_target(rows, "sync_seconds", GO_DEFAULT, SYNC_TARGET)
         )]  # fmt: skip
     return [*lines, ""]
 
 
-def wire_against_target(
-    rows: list[dict[str, Any]], field: str, label: str, target: float, unit: str
-) -> str:
+def wire_against_target(rows: list[dict[str, Any]], field: str, label: str, target: float) -> str:
     """Sentences putting the JSON wire beside the target it bounds; "" without both rows.
 
     Beside the medians, run by run: each repeat measures every reader once,
     minutes apart at most, so the paired ratios show how far the machine's
-    load moves the comparison. Sync is in seconds (the target is a most),
-    events in events a second (a least). The reader's CPU share says how much
-    of the wire row was Python rather than waiting for the API server.
+    load moves the comparison. ``field`` says which target: ``sync_seconds``
+    (a most) or ``events_per_second`` (a least). The reader's CPU share says
+    how much of the wire row was Python rather than waiting for the API server.
     """
     wire = [row for row in rows if row["impl"] == "wire-json"]
     theirs = [row for row in rows if row["impl"] == label]
@@ -327,7 +325,8 @@ def wire_against_target(
         return ""
     goal = median([row[field] for row in theirs]) * target
     got = median([row[field] for row in wire])
-    if unit == "s":
+    sync = field == "sync_seconds"
+    if sync:
         text = (
             f" Issue 14's target, at most {target}x {label}, is {goal:.3f} s; reading the "
             f"JSON LIST alone took {got:.3f} s (median)."
@@ -340,7 +339,7 @@ def wire_against_target(
     if len(wire) == len(theirs):
         paired = ", ".join(ratio(w[field], t[field]) for w, t in zip(wire, theirs, strict=True))
         text += f" Run by run, the JSON wire against {label}: {paired}."
-    seconds = "sync_seconds" if unit == "s" else "seconds"
+    seconds = field if sync else "seconds"
     if all("client_cpu_seconds" in row for row in wire):
         busy = median([row["client_cpu_seconds"] / row[seconds] for row in wire])
         text += (f" The reader's own CPU time was {busy:.0%} of its wall time (median): the rest "
@@ -369,9 +368,7 @@ def render_events(results: dict[str, Any]) -> list[str]:
             f"| **{median(values):,.0f}** | {ratio(median(values), reference)} |"
         )
     if WIRE_NAMES.keys() & rates.keys():
-        against = wire_against_target(
-            rows, "events_per_second", GO_EVENTS_DEFAULT, EVENTS_TARGET, "events/s"
-        )
+        against = wire_against_target(rows, "events_per_second", GO_EVENTS_DEFAULT, EVENTS_TARGET)
         lines += ["", (
             "The *wire only* rows open the same watch (from the same resourceVersion, no "
             "bookmarks) and count its frames as the bytes arrive (JSON: one line per event; "
