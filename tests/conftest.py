@@ -7,6 +7,10 @@ sentence :func:`helpers.kube.connect` gives, rather than skipping silently.
 Tests that start, break and stop clusters of their own use ``course_home``: a
 course folder under the test's tmp_path, so they never touch the cluster the
 rest of the suite (or a learner) uses.
+
+A failing test that used the cluster (or a notebook cell) gets a section "cluster
+state at the failure" (see ``tests/cluster_report.py``): CI keeps only what the
+run printed, and a timeout alone does not say which component stalled.
 """
 
 from __future__ import annotations
@@ -22,6 +26,25 @@ from kubernetes.client.exceptions import ApiException
 from helpers import kube
 from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
+
+MAX_CLUSTER_REPORTS = 5
+"""A run that fails in many cells at once repeats itself after a few reports."""
+_reports_made: list[str] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    uses_cluster = item.get_closest_marker("cluster") is not None or item.path.suffix == ".ipynb"
+    if report.when != "call" or not report.failed or not uses_cluster:
+        return
+    if len(_reports_made) >= MAX_CLUSTER_REPORTS:
+        return
+    from tests.cluster_report import cluster_report
+
+    _reports_made.append(item.nodeid)
+    report.sections.append(("cluster state at the failure", cluster_report()))
 
 
 @pytest.fixture(scope="session")
