@@ -15,6 +15,13 @@ Not a timed test: measurements recorded in benchmarks/RESULTS.md. Two workloads:
     measure is the informer's own pipeline (decode, cache, dispatch), not how
     fast we can write.
 
+Every events row also records ``server_cpu_seconds``: the CPU time the
+kube-apiserver process spent meanwhile (read from ``/proc``; the local control
+plane only, absent on kind). On a 2-core machine the API server and the
+informer share the cores, and serving one watch event costs the server more in
+JSON than in protobuf, so this column says how much of a row's rate the
+format set before any client code ran.
+
 ``--wire`` adds two rows to each: the same request read over the wire with
 nothing decoded (``_wire_sync``: the first LIST; ``_wire_events``: the replayed
 watch, frames counted), in JSON and in protobuf. No client speaking a format
@@ -24,7 +31,7 @@ Each measurement runs in a fresh subprocess, so one does not inherit the
 other's memory. Needs the course's cluster (``make up``; KUBECONFIG as
 ``python -m helpers.cluster kubeconfig`` prints).
 
-Run: .venv/bin/python benchmarks/informer_bench.py all [--count 10000] [--events 5000] [--wire]
+Run: .venv/bin/python benchmarks/informer_bench.py all [--count 10000] [--events 20000] [--wire]
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import kubernetes
@@ -49,6 +58,41 @@ from helpers import kube
 SYNC_NAMESPACE = "bench-sync"
 EVENTS_NAMESPACE = "bench-events"
 PAGE_SIZE = 500
+EVENTS = 20_000
+"""Events replayed: enough that client-go over protobuf runs for about a quarter of a second.
+
+With 5,000, its run lasted under 0.1 s, of which its start (process, LIST,
+watch request) took about a third; the rate then measured start-up as much as
+the event pipeline, ours as well as client-go's.
+"""
+
+
+def api_server_pid() -> int | None:
+    """The local control plane's kube-apiserver process; None on kind or another cluster."""
+    from helpers.cluster.backends import recorded_backend
+    from helpers.cluster.local import LocalCluster
+    from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
+
+    home = CourseHome.from_environment()
+    if recorded_backend(home, DEFAULT_CLUSTER_NAME) != "local":
+        return None
+    return LocalCluster(home, DEFAULT_CLUSTER_NAME).running().get("kube-apiserver")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def with_server_cpu(pid: int | None, measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``measure()``'s row, plus the API server's CPU seconds while it ran (when known)."""
+    if pid is None:
+        return measure()
+    before = cpu_seconds(pid)
+    row = measure()
+    return {**row, "server_cpu_seconds": round(cpu_seconds(pid) - before, 3)}
 
 
 def rss_bytes() -> int:
@@ -451,9 +495,10 @@ def main() -> None:
     parser.add_argument("--wire-format", choices=list(WIRE_ACCEPT), help="_wire_*: which format")
     parser.add_argument("--namespace", default=SYNC_NAMESPACE, help="sync: where the objects are")
     parser.add_argument("--count", type=int, default=10_000)
-    parser.add_argument("--events", type=int, default=5_000)
+    parser.add_argument("--events", type=int, default=EVENTS)
     parser.add_argument("--since")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--events-repeat", type=int, help="events runs (default: --repeat)")
     parser.add_argument("--go-program", help="benchmarks/go's informerbench, to add client-go")
     parser.add_argument("--go-variants", help="client-go rows, separated by ';' (default: all)")
     parser.add_argument("--skip-official", action="store_true", help="leave out the official one")
@@ -498,20 +543,20 @@ def main() -> None:
                 print(json.dumps(row), file=sys.stderr)
                 results["sync"].append(row)
     if args.command in ("all", "events"):
-        for _ in range(args.repeat):
+        server = api_server_pid()
+        for _ in range(args.events_repeat or args.repeat):
             since = results["events_since"] = prepare_events(api, args.events)
-            for impl in python_impls(args):
-                row = run_child("_events", "--impl", impl, "--since", since,
-                                "--events", str(args.events))  # fmt: skip
-                print(json.dumps(row), file=sys.stderr)
-                results["events"].append(row)
-            for wire in WIRE_ACCEPT if args.wire else []:
-                row = run_child("_wire_events", "--wire-format", wire, "--since", since,
-                                "--events", str(args.events))  # fmt: skip
-                print(json.dumps(row), file=sys.stderr)
-                results["events"].append(row)
-            for label in go_variants(args, GO_EVENTS_VARIANTS):
-                row = go_events(args.go_program, label, since, args.events)
+            count = str(args.events)
+            runs: list[Callable[[], dict[str, Any]]] = [
+                *(partial(run_child, "_events", "--impl", impl, "--since", since, "--events", count)
+                  for impl in python_impls(args)),
+                *(partial(run_child, "_wire_events", "--wire-format", wire, "--since", since,
+                          "--events", count) for wire in (WIRE_ACCEPT if args.wire else [])),
+                *(partial(go_events, args.go_program, label, since, args.events)
+                  for label in go_variants(args, GO_EVENTS_VARIANTS)),
+            ]  # fmt: skip
+            for measure in runs:
+                row = with_server_cpu(server, measure)
                 print(json.dumps(row), file=sys.stderr)
                 results["events"].append(row)
     print(json.dumps(results, indent=2))

@@ -122,7 +122,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     common = ["--go-program", go, "--repeat", str(args.repeat)]
     results["informer"] = python_bench(
         "all", "--count", str(args.count), "--events", str(args.events), "--fast-json", "--wire",
-        *common,
+        "--events-repeat", str(args.events_repeat), *common,
     )  # fmt: skip
     results["load"]["after_informer"] = loadavg()
     save(results)
@@ -350,6 +350,7 @@ def wire_against_target(rows: list[dict[str, Any]], field: str, label: str, targ
 def render_events(results: dict[str, Any]) -> list[str]:
     rows = results["informer"]["events"]
     rates = by_impl(rows, "events_per_second")
+    server = server_micros_per_event(rows)
     count = rows[0]["events"]
     reference = median(rates[GO_EVENTS])
     lines = [
@@ -358,14 +359,18 @@ def render_events(results: dict[str, Any]) -> list[str]:
         "resourceVersion before them and its watch replays them all. Counted from the "
         "informer's start until the last update reached the handler. client-go lists at an "
         "exact resourceVersion only with streaming lists off "
-        "(`KUBE_FEATURE_WatchListClient=false`), so both client-go rows are *list*.", "",
-        f"| informer | events per second (runs) | median | vs {GO_EVENTS} |",
-        "| --- | --- | --- | --- |",
+        "(`KUBE_FEATURE_WatchListClient=false`), so both client-go rows are *list*. "
+        "*API server CPU* is the kube-apiserver process's CPU time during the run, per event "
+        "(median; it includes the server's own background work over the run's life, about a "
+        "second and a half for a Python process's start).", "",
+        f"| informer | events per second (runs) | median | vs {GO_EVENTS} | API server CPU |",
+        "| --- | --- | --- | --- | --- |",
     ]  # fmt: skip
     for impl, values in wire_last(rates).items():
+        cost = f"{server[impl]:.0f} µs" if impl in server else "-"
         lines.append(
             f"| {NAMES.get(impl, impl)} | {' / '.join(f'{v:,}' for v in values)} "
-            f"| **{median(values):,.0f}** | {ratio(median(values), reference)} |"
+            f"| **{median(values):,.0f}** | {ratio(median(values), reference)} | {cost} |"
         )
     if WIRE_NAMES.keys() & rates.keys():
         against = wire_against_target(rows, "events_per_second", GO_EVENTS_DEFAULT, EVENTS_TARGET)
@@ -376,7 +381,27 @@ def render_events(results: dict[str, Any]) -> list[str]:
             "informers are: the ceiling any client speaking that format through urllib3, as "
             "ours does, can reach on this machine (`informer_bench.py _wire_events`)." + against
         )]  # fmt: skip
+    if {"wire-json", "wire-protobuf"} <= server.keys():
+        lines += ["", (
+            f"Serving one event cost the API server {server['wire-json']:.0f} µs of CPU in JSON "
+            f"and {server['wire-protobuf']:.0f} µs in protobuf (the wire rows, medians). This "
+            "machine has two cores, shared by the API server and the informer, so a JSON watch "
+            "is slower before any client code runs."
+        )]  # fmt: skip
     return [*lines, ""]
+
+
+def server_micros_per_event(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Median API server CPU microseconds per event, by implementation (rows that have it)."""
+    found = by_impl(
+        [
+            {**row, "server_micros": row["server_cpu_seconds"] / row["events"] * 1e6}
+            for row in rows
+            if "server_cpu_seconds" in row
+        ],
+        "server_micros",
+    )
+    return {impl: median(values) for impl, values in found.items()}
 
 
 def render_scaling(results: dict[str, Any]) -> list[str]:
@@ -469,8 +494,12 @@ def write_results_md(text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=10_000)
-    parser.add_argument("--events", type=int, default=5_000)
+    parser.add_argument("--events", type=int, help="default: informer_bench.EVENTS")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--events-repeat", type=int, default=5,
+        help="events runs: each lasts well under a second, so the machine's load moves it most",
+    )  # fmt: skip
     parser.add_argument(
         "--scale", default="10000,30000,100000",
         type=lambda text: [int(n) for n in text.split(",") if n],
@@ -487,6 +516,10 @@ def main(argv: list[str] | None = None) -> int:
         help="keep the benchmark namespaces and their ConfigMaps (a second run starts sooner)",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.events is None:
+        from informer_bench import EVENTS  # (benchmarks/ is on the path)
+
+        args.events = EVENTS
     if args.render_only:
         results = json.loads(RESULTS_JSON.read_text())
     else:
