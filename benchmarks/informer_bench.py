@@ -86,7 +86,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def with_server_cpu(pid: int | None, measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+Measure = Callable[[], dict[str, Any]]
+"""One run of one informer (or wire reader): it returns that run's row."""
+
+
+def with_server_cpu(pid: int | None, measure: Measure) -> dict[str, Any]:
     """``measure()``'s row, plus the API server's CPU seconds while it ran (when known)."""
     if pid is None:
         return measure()
@@ -470,6 +474,18 @@ def go_events(program: str, label: str, since: str, events: int) -> dict[str, An
                   "-content-type", GO_EVENTS_VARIANTS[label])  # fmt: skip
 
 
+def rotated(runs: list[Measure], repeat: int) -> list[Measure]:
+    """``runs`` started at a different one each repeat.
+
+    Whatever precedes a run (the objects just created, the previous client's
+    watch winding down on the API server) then falls on every informer in
+    turn, not always on the first one listed. The first repeat keeps the
+    listed order, which is the order the report's tables show.
+    """
+    start = repeat % len(runs) if runs else 0
+    return runs[start:] + runs[:start]
+
+
 def python_impls(args: argparse.Namespace, *more: str) -> list[str]:
     """Which Python informers to run, in the order they run."""
     impls = ["ours"] + (["ours-fastjson"] if args.fast_json else []) + list(more)
@@ -528,26 +544,27 @@ def main() -> None:
     results: dict[str, Any] = {"sync": [], "events": []}
     if args.command in ("all", "sync"):
         total = populate(api, args.namespace, args.count)
-        for _ in range(args.repeat):
-            for impl in python_impls(args, "ours-unstripped"):
-                row = run_child("_sync", "--impl", impl, "--count", str(total),
-                                "--namespace", args.namespace)  # fmt: skip
-                print(json.dumps(row), file=sys.stderr)
-                results["sync"].append(row)
-            for wire in WIRE_ACCEPT if args.wire else []:
-                row = run_child("_wire_sync", "--wire-format", wire, "--namespace", args.namespace)
-                print(json.dumps(row), file=sys.stderr)
-                results["sync"].append(row)
-            for label in go_variants(args, GO_SYNC_VARIANTS):
-                row = go_sync(args.go_program, label, args.namespace)
+        for repeat in range(args.repeat):
+            runs: list[Measure] = [
+                *(partial(run_child, "_sync", "--impl", impl, "--count", str(total),
+                          "--namespace", args.namespace)
+                  for impl in python_impls(args, "ours-unstripped")),
+                *(partial(run_child, "_wire_sync", "--wire-format", wire,
+                          "--namespace", args.namespace)
+                  for wire in (WIRE_ACCEPT if args.wire else [])),
+                *(partial(go_sync, args.go_program, label, args.namespace)
+                  for label in go_variants(args, GO_SYNC_VARIANTS)),
+            ]  # fmt: skip
+            for measure in rotated(runs, repeat):
+                row = measure()
                 print(json.dumps(row), file=sys.stderr)
                 results["sync"].append(row)
     if args.command in ("all", "events"):
         server = api_server_pid()
-        for _ in range(args.events_repeat or args.repeat):
+        for repeat in range(args.events_repeat or args.repeat):
             since = results["events_since"] = prepare_events(api, args.events)
             count = str(args.events)
-            runs: list[Callable[[], dict[str, Any]]] = [
+            runs = [
                 *(partial(run_child, "_events", "--impl", impl, "--since", since, "--events", count)
                   for impl in python_impls(args)),
                 *(partial(run_child, "_wire_events", "--wire-format", wire, "--since", since,
@@ -555,7 +572,7 @@ def main() -> None:
                 *(partial(go_events, args.go_program, label, since, args.events)
                   for label in go_variants(args, GO_EVENTS_VARIANTS)),
             ]  # fmt: skip
-            for measure in runs:
+            for measure in rotated(runs, repeat):
                 row = with_server_cpu(server, measure)
                 print(json.dumps(row), file=sys.stderr)
                 results["events"].append(row)

@@ -193,3 +193,10 @@ def test_the_api_server_cpu_is_read_from_the_local_control_plane(
     row = informer_bench.with_server_cpu(pid, list_everything_a_few_times)
     assert row["impl"] == "lists" and row["server_cpu_seconds"] > 0, row
     assert informer_bench.with_server_cpu(None, lambda: {"impl": "x"}) == {"impl": "x"}
+
+
+def test_each_repeat_starts_with_another_informer() -> None:
+    runs = [lambda: {"impl": "a"}, lambda: {"impl": "b"}, lambda: {"impl": "c"}]
+    order = [[run()["impl"] for run in informer_bench.rotated(runs, r)] for r in range(4)]
+    assert order == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+    assert informer_bench.rotated([], 3) == []
