@@ -19,7 +19,7 @@ Workloads (the namespaces informer_bench.py populates first):
 With ``--fast-json`` the same runs use :mod:`helpers.fastjson` (orjson).
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/profile_informer.py sync|events
-         [--events 5000] [--fast-json] [--top 12]
+         [--events 20000] [--fast-json] [--top 12]
 """
 
 from __future__ import annotations
@@ -183,10 +183,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=["sync", "events"])
     parser.add_argument("--since", help="events: the resourceVersion to replay from")
-    parser.add_argument("--events", type=int, default=5000)
+    parser.add_argument("--events", type=int, help="default: informer_bench.EVENTS")
     parser.add_argument("--fast-json", action="store_true", help="use helpers.fastjson (orjson)")
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args()
+    if args.events is None:
+        import informer_bench  # (benchmarks/ is on the path)
+
+        args.events = informer_bench.EVENTS
     if args.fast_json:
         from helpers import fastjson
 
