@@ -12,6 +12,11 @@ every watch asks the server to end it after ``WATCH_SECONDS`` (or the time
 left), every request gives up reading ``READ_GRACE_SECONDS`` after that (and
 never much past the deadline), and a request that went silent is followed by
 a fresh list and watch, on a new connection, for as long as the deadline allows.
+
+A timeout says what the wait last saw (how many objects, and a few by name with
+their phase and Ready or Available condition): "waiting for one Ready Pod" that
+saw no Pod at all points at the controllers, one that saw a Pod "Pending" at the
+scheduler or the node.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ def wait_for(
     ``condition`` sees the same form for listed and for watched objects.
     """
     deadline = time.monotonic() + timeout
+    objects: Objects | None = None  # what the last list and its watch showed
     while (window := _window(deadline)) is not None:
         stream = watch.Watch()
         try:
@@ -89,9 +95,38 @@ def wait_for(
         finally:
             stream.stop()
     raise CourseError(
-        f"Timed out after {timeout:.0f}s waiting for {what}.",
+        f"Timed out after {timeout:.0f}s waiting for {what}; {last_seen(objects)}.",
         "look at the cluster's logs (`python -m helpers.cluster logs`) and run the command again.",
     )
+
+
+SHOWN_OBJECTS = 5
+SHOWN_CONDITIONS = ("Ready", "Available", "Established")
+
+
+def last_seen(objects: Objects | None, limit: int = SHOWN_OBJECTS) -> str:
+    """A clause for the timeout message: how many objects the wait last saw, and a few of them.
+
+    For example ``it last saw 2: web-1 (Running, Ready=True); web-2 (Pending, Ready=False)``.
+    """
+    if objects is None:
+        return "the list itself never answered"
+    if not objects:
+        return "it last saw none"
+    shown = []
+    for name, obj in sorted(objects.items())[:limit]:
+        status = obj.get("status") or {}
+        state = [status["phase"]] if isinstance(status.get("phase"), str) else []
+        state += [
+            f"{condition.get('type')}={condition.get('status')}"
+            for condition in status.get("conditions") or []
+            if condition.get("type") in SHOWN_CONDITIONS
+        ]
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            state.append("being deleted")
+        shown.append(f"{name} ({', '.join(state)})" if state else name)
+    more = f" and {len(objects) - limit} more" if len(objects) > limit else ""
+    return f"it last saw {len(objects)}: {'; '.join(shown)}{more}"
 
 
 def _window(deadline: float) -> int | None:

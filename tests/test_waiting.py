@@ -18,7 +18,7 @@ import pytest
 
 from helpers import waiting
 from helpers.errors import CourseError
-from helpers.waiting import wait_for
+from helpers.waiting import last_seen, wait_for
 from tests.tcp_proxy import TcpProxy, proxied_client
 
 pytestmark = pytest.mark.cluster
@@ -94,14 +94,39 @@ def test_typed_lists_still_work_and_time_out_with_a_sentence(
 ) -> None:
     core = kubernetes.client.CoreV1Api(api)
 
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "present"}})
     with pytest.raises(CourseError, match="Timed out after 1s waiting for a ConfigMap never"):
-        wait_for(
-            core.list_namespaced_config_map,
-            lambda configmaps: "never" in configmaps,
-            what="a ConfigMap never",
-            timeout=1,
-            namespace=namespace,
-        )
+        try:
+            wait_for(
+                core.list_namespaced_config_map,
+                lambda configmaps: "never" in configmaps,
+                what="a ConfigMap never",
+                timeout=1,
+                namespace=namespace,
+            )
+        except CourseError as exc:
+            # What it saw: the new namespace's kube-root-ca.crt may or may not be there yet.
+            assert "; it last saw " in exc.problem and "present" in exc.problem, exc.problem
+            raise
+
+
+def test_a_timeout_says_what_was_last_seen() -> None:
+    pending = {
+        "metadata": {"name": "web-2"},
+        "status": {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"},
+                                                      {"type": "PodScheduled", "status": "False"}]},
+    }  # fmt: skip
+    running = {
+        "metadata": {"name": "web-1", "deletionTimestamp": "2026-12-03T20:00:00Z"},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    assert last_seen({"web-2": pending, "web-1": running}) == (
+        "it last saw 2: web-1 (Running, Ready=True, being deleted); web-2 (Pending, Ready=False)"
+    )
+    many = {f"cm-{i}": {"metadata": {"name": f"cm-{i}"}} for i in range(7)}
+    assert last_seen(many) == "it last saw 7: cm-0; cm-1; cm-2; cm-3; cm-4 and 2 more"
+    assert last_seen({}) == "it last saw none"
+    assert last_seen(None) == "the list itself never answered"
 
 
 # -- a connection that goes silent --------------------------------------------------
