@@ -83,6 +83,9 @@ def test_the_safe_suggestions_run_against_the_cluster(command: str) -> None:
     assert "Traceback" not in result.stderr
     if command == "status":
         assert "ready:      yes" in result.stdout
+        assert "processes:  all 5 running (etcd, kube-apiserver, kube-controller-manager" in (
+            result.stdout
+        )
     if command == "kubeconfig":
         assert Path(result.stdout.strip()).is_file()
     if command == "logs":

@@ -14,6 +14,7 @@ from .. import kube
 from ..errors import CourseError
 from .backends import choose_backend, cluster_for, recorded_backend
 from .build import ensure_all_built
+from .local import LocalCluster
 from .paths import DEFAULT_CLUSTER_NAME, CourseHome
 
 Runner = Callable[[CourseHome, argparse.Namespace], int]
@@ -75,6 +76,8 @@ def _status(home: CourseHome, args: argparse.Namespace) -> int:
     print(f"context:    {context} at {server}")
     print(f"kubernetes: {version}")
     print(f"ready:      {kube.readiness_problem(api, timeout=10) or 'yes (/readyz)'}")
+    if backend == "local":
+        print(f"processes:  {_processes(LocalCluster(home, args.name))}")
     from kubernetes.client import CoreV1Api
 
     for node in CoreV1Api(api).list_node().items:
@@ -82,6 +85,15 @@ def _status(home: CourseHome, args: argparse.Namespace) -> int:
         print(f"node:       {node.metadata.name} Ready={ready}")
     print(f"kubeconfig: {path}")
     return 0
+
+
+def _processes(cluster: LocalCluster) -> str:
+    """All running, or which components exited (then, say, no controller makes Pods)."""
+    running = cluster.running()
+    dead = sorted(set(cluster.processes()) - set(running))
+    if dead:
+        return f"{', '.join(dead)} not running: `make up` starts them again"
+    return f"all {len(running)} running ({', '.join(sorted(running))})"
 
 
 def _logs(home: CourseHome, args: argparse.Namespace) -> int:
