@@ -185,7 +185,8 @@ def check_2(
     times, existing, ready = pod_counts(changes)
     during = [i for i, at in enumerate(times) if at >= start]
     most, fewest = max(existing[i] for i in during), min(ready[i] for i in during)
-    if most > 4:
+    asked = most_replicas_asked(changes, since=start)
+    if asked > 4:
         return wrong(
             "2",
             f"{most} Pods existed at one point: maxSurge lets new Pods start before old ones go",
@@ -195,7 +196,41 @@ def check_2(
             "2",
             f"only {fewest} Pods were Ready at one point: maxUnavailable lets old Pods go first",
         )
+    if most > asked:
+        return correct(
+            "2",
+            f"the ReplicaSets never asked for more than {asked} Pods, at least {fewest} Ready "
+            f"({most} existed for a moment: a scaled-down ReplicaSet had not yet deleted its "
+            "Pod when the new one created another)",
+        )
     return correct("2", f"at most {most} Pods, at least {fewest} Ready")
+
+
+def most_replicas_asked(changes: list[Change], since: float) -> int:
+    """The largest sum of the ReplicaSets' ``spec.replicas`` from ``since`` on.
+
+    That sum is what deployment-controller keeps within replicas + maxSurge.
+    The Pods themselves can exceed it for a moment: a ReplicaSet it scaled
+    down deletes its Pod in its own sync, which may run after the other
+    ReplicaSet's sync has created the replacement (kube-controller-manager
+    1.36 retries a sync whose cache has not yet seen the controller's own
+    last write, so under load that order is not rare). Judging the strategy
+    by the Pods alone would then fail a right answer.
+    """
+    asked: dict[str, int] = {}
+    most = 0
+    for change in changes:
+        if change.kind != "ReplicaSet":
+            continue
+        if change.field == "created" and change.after.startswith("spec.replicas="):
+            asked[change.name] = int(change.after.removeprefix("spec.replicas="))
+        elif change.field == "spec.replicas" and change.after.isdigit():
+            asked[change.name] = int(change.after)
+        elif change.field == "deleted":
+            asked.pop(change.name, None)
+        if change.at >= since:
+            most = max(most, sum(asked.values()))
+    return most
 
 
 # --- exercise 3: bindings from the record -----------------------------------------------------
