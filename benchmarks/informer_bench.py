@@ -69,14 +69,11 @@ the event pipeline, ours as well as client-go's.
 
 def api_server_pid() -> int | None:
     """The local control plane's kube-apiserver process; None on kind or another cluster."""
-    from helpers.cluster.backends import recorded_backend
-    from helpers.cluster.local import LocalCluster
+    from helpers.cluster.backends import local_cluster
     from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
 
-    home = CourseHome.from_environment()
-    if recorded_backend(home, DEFAULT_CLUSTER_NAME) != "local":
-        return None
-    return LocalCluster(home, DEFAULT_CLUSTER_NAME).running().get("kube-apiserver")
+    cluster = local_cluster(CourseHome.from_environment(), DEFAULT_CLUSTER_NAME)
+    return None if cluster is None else cluster.running().get("kube-apiserver")
 
 
 def cpu_seconds(pid: int) -> float:

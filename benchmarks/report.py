@@ -393,15 +393,9 @@ def render_events(results: dict[str, Any]) -> list[str]:
 
 def server_micros_per_event(rows: list[dict[str, Any]]) -> dict[str, float]:
     """Median API server CPU microseconds per event, by implementation (rows that have it)."""
-    found = by_impl(
-        [
-            {**row, "server_micros": row["server_cpu_seconds"] / row["events"] * 1e6}
-            for row in rows
-            if "server_cpu_seconds" in row
-        ],
-        "server_micros",
-    )
-    return {impl: median(values) for impl, values in found.items()}
+    found = by_impl(rows, "server_cpu_seconds")
+    events = {row["impl"]: row["events"] for row in rows}
+    return {impl: median(values) / events[impl] * 1e6 for impl, values in found.items()}
 
 
 def render_scaling(results: dict[str, Any]) -> list[str]:

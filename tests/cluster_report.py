@@ -21,7 +21,7 @@ from typing import Any
 import kubernetes
 
 from helpers import kube
-from helpers.cluster.backends import recorded_backend
+from helpers.cluster.backends import local_cluster
 from helpers.cluster.local import LocalCluster, tail
 from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
 
@@ -52,10 +52,7 @@ def _section(title: str, gather: Callable[[], list[str]]) -> str:
 
 
 def _local_cluster() -> LocalCluster | None:
-    home = CourseHome.from_environment()
-    if recorded_backend(home, DEFAULT_CLUSTER_NAME) != "local":
-        return None
-    return LocalCluster(home, DEFAULT_CLUSTER_NAME)
+    return local_cluster(CourseHome.from_environment(), DEFAULT_CLUSTER_NAME)
 
 
 def _components() -> list[str]:

@@ -79,7 +79,10 @@ def test_exercise_3_bindings_from_the_record(
 
 
 def replica_change(at: float, name: str, field: str, after: str) -> Change:
-    return Change(at, "ReplicaSet", name, field, "", after, None, "", None)
+    """A recorded ReplicaSet change; its state holds spec.replicas as the recorder reports it."""
+    replicas = after.removeprefix("spec.replicas=")
+    state = (("spec.replicas", replicas),) if replicas else ()
+    return Change(at, "ReplicaSet", name, field, "", after, None, "", None, state)
 
 
 def test_the_strategy_is_judged_by_the_replicas_asked_not_by_a_late_delete() -> None:

@@ -12,7 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from .. import kube
 from ..errors import CourseError
-from .backends import choose_backend, cluster_for, recorded_backend
+from .backends import choose_backend, cluster_for, local_cluster, recorded_backend
 from .build import ensure_all_built
 from .local import LocalCluster
 from .paths import DEFAULT_CLUSTER_NAME, CourseHome
@@ -76,8 +76,8 @@ def _status(home: CourseHome, args: argparse.Namespace) -> int:
     print(f"context:    {context} at {server}")
     print(f"kubernetes: {version}")
     print(f"ready:      {kube.readiness_problem(api, timeout=10) or 'yes (/readyz)'}")
-    if backend == "local":
-        print(f"processes:  {_processes(LocalCluster(home, args.name))}")
+    if (cluster := local_cluster(home, args.name)) is not None:
+        print(f"processes:  {_processes(cluster)}")
     from kubernetes.client import CoreV1Api
 
     for node in CoreV1Api(api).list_node().items:
@@ -89,10 +89,10 @@ def _status(home: CourseHome, args: argparse.Namespace) -> int:
 
 def _processes(cluster: LocalCluster) -> str:
     """All running, or which components exited (then, say, no controller makes Pods)."""
-    running = cluster.running()
-    dead = sorted(set(cluster.processes()) - set(running))
+    dead = cluster.dead_components()
     if dead:
-        return f"{', '.join(dead)} not running: `make up` starts them again"
+        return f"{', '.join(sorted(dead))} not running: `make up` starts them again"
+    running = cluster.running()
     return f"all {len(running)} running ({', '.join(sorted(running))})"
 
 

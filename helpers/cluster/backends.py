@@ -72,6 +72,13 @@ def recorded_backend(home: CourseHome, name: str) -> str | None:
     return None
 
 
+def local_cluster(home: CourseHome, name: str) -> LocalCluster | None:
+    """Cluster ``name`` if it is the local control plane (whose processes and logs are ours)."""
+    if recorded_backend(home, name) != "local":
+        return None
+    return LocalCluster(home, name)
+
+
 def cluster_for(
     backend: str,
     home: CourseHome,

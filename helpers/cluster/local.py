@@ -287,12 +287,11 @@ class LocalCluster:
         Ready means ``/readyz``, which checks etcd among other things; ``/version``
         answers from the API server alone, even while etcd is frozen.
         """
-        expected = set(self._component_names())
-        if not expected:
+        if not self._component_names():
             return "no processes recorded"
-        dead = sorted(expected - set(self._running()))
+        dead = self.dead_components()
         if dead:
-            return f"{', '.join(dead)} not running"
+            return f"{', '.join(sorted(dead))} not running"
         try:
             api = kube.connect(self.kubeconfig, self.context, probe_timeout=3)
         except CourseError as exc:
@@ -360,11 +359,15 @@ class LocalCluster:
         or a laptop asleep), so this plays the kubelet's part. Components start
         in kwokctl's order: etcd before the API server before the rest.
         """
-        running = self._running()
-        dead = [name for name in self._component_names() if name not in running]
+        dead = self.dead_components()
         for name in dead:
             self.start_component(name)
         return dead
+
+    def dead_components(self) -> list[str]:
+        """The components kwokctl defined whose process is not running, in start order."""
+        running = self._running()
+        return [name for name in self._component_names() if name not in running]
 
     def _component_names(self) -> list[str]:
         """The components kwokctl defined for this cluster, in its start order."""

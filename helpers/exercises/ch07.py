@@ -222,12 +222,11 @@ def most_replicas_asked(changes: list[Change], since: float) -> int:
     for change in changes:
         if change.kind != "ReplicaSet":
             continue
-        if change.field == "created" and change.after.startswith("spec.replicas="):
-            asked[change.name] = int(change.after.removeprefix("spec.replicas="))
-        elif change.field == "spec.replicas" and change.after.isdigit():
-            asked[change.name] = int(change.after)
-        elif change.field == "deleted":
+        replicas = dict(change.state).get("spec.replicas", "")
+        if change.field == "deleted":
             asked.pop(change.name, None)
+        elif replicas.isdigit():
+            asked[change.name] = int(replicas)
         if change.at >= since:
             most = max(most, sum(asked.values()))
     return most
