@@ -40,8 +40,8 @@ from controller_bench import stop_process, wait_for_line  # (benchmarks/ is on t
 
 from helpers import kube
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
+from helpers.faults.control_plane import local_cluster, restart_api_server
 from helpers.waiting import wait_for
-from tests.cluster_faults import local_cluster, restart_api_server
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFLICT = "the object has been modified"

@@ -18,7 +18,7 @@ import time
 import kubernetes
 from kubernetes.informer import SharedInformer as OfficialInformer
 
-from helpers import kube
+from helpers import kube, namespaces
 from helpers.informer import SharedInformer, wait_for_cache_sync
 from helpers.listwatch import ListWatch
 from helpers.rbac import service_account_client
@@ -68,7 +68,7 @@ def main() -> None:
                         help="shorter: the official informer retries without pause")  # fmt: skip
     args = parser.parse_args()
     api = kube.connect()
-    kube.fresh_namespace(api, NAMESPACE)
+    namespaces.fresh_namespace(api, NAMESPACE)
     client = service_account_client(api, NAMESPACE, "list-only", LIST_ONLY)
     results = [ours(client, args.seconds), official(client, args.official_seconds)]
     kubernetes.client.CoreV1Api(api).delete_namespace(NAMESPACE)

@@ -178,12 +178,12 @@ def remove_namespaces(names: list[str]) -> None:
     """
     import kubernetes
 
-    from helpers import kube
+    from helpers import kube, namespaces
     from helpers.waiting import wait_for
 
     core = kubernetes.client.CoreV1Api(kube.connect())
     for name in dict.fromkeys(names):
-        print(f"namespace {name} {kube.delete_namespace(core.api_client, name)}")
+        print(f"namespace {name} {namespaces.delete_namespace(core.api_client, name)}")
     wait_for(
         core.list_namespace,
         lambda namespaces: not set(names) & set(namespaces),

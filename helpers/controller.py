@@ -633,11 +633,3 @@ def run_controller(controller: FooController, workers: int, stop: StopEvent) -> 
         for informer in controller.informers:
             if not informer.join(REQUEST_TIMEOUT):
                 log.warning("informer %s still has threads running after stop", informer.name)
-
-
-# `python -m helpers.controller [flags]` runs the controller as a program (chapter 08 builds it);
-# not when a notebook runs this cell (there __spec__ is None).
-if __name__ == "__main__" and __spec__ is not None and __spec__.name == "helpers.controller":
-    from helpers.program import main
-
-    raise SystemExit(main())

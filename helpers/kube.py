@@ -10,16 +10,16 @@ created. It then asks the API server for ``/version`` with a short timeout, so
 a stopped cluster is reported in one sentence at the top of a chapter rather
 than as a stack trace in the middle of it.
 
-:func:`explain` (from :mod:`helpers.apierrors`) turns the API server's error
-responses (403, 404, 409, 410, 422, ...) into sentences that say what to do next.
+:func:`helpers.apierrors.explain` turns the API server's error responses (403,
+404, 409, 410, 422, ...) into sentences that say what to do next. A chapter's
+namespace is :mod:`helpers.namespaces`' job; who a workshop attendee is,
+:mod:`helpers.workshop_mode`'s.
 """
 
 from __future__ import annotations
 
 import copy
 import os
-import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,29 +30,20 @@ import urllib3
 import yaml
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeConfigMerger
-from kubernetes.dynamic.resource import ResourceList
 
-from .apierrors import explain, status_of
+from .apierrors import explain
 from .cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
 from .errors import CourseError
 
 __all__ = [
     "Kubeconfig",
-    "attendee",
-    "chapter_namespace",
     "connect",
     "default_kubeconfig",
-    "delete_namespace",
     "describe_context",
-    "empty_namespace",
-    "ensure_namespace",
-    "explain",
-    "fresh_namespace",
     "kubeconfig_paths",
     "probe",
     "raw_get",
     "readiness_problem",
-    "status_of",
 ]
 
 PROBE_TIMEOUT_SECONDS = 5.0
@@ -318,227 +309,3 @@ def raw_get(api: kubernetes.client.ApiClient, path: str, **query: str) -> str:
         _return_http_data_only=True,
     )
     return response.data.decode()
-
-
-ATTENDEE_ENV = "CFS_ATTENDEE"
-"""An attendee's name (as ``python -m helpers.cluster.workshop up`` made it): attendee mode."""
-WORKSHOP_LABEL = "controllers-from-scratch/workshop"
-"""Objects the facilitator made in an attendee's namespaces carry it; emptying keeps them."""
-_CHAPTER_NAMESPACE = re.compile(r"^(?P<attendee>[a-z0-9]([-a-z0-9]*[a-z0-9])?)-ch\d\d-[-a-z0-9]+$")
-# Kept when a namespace is emptied: the API server's controllers recreate them at once anyway.
-_KEEP_BY_NAME = {"configmaps": "kube-root-ca.crt", "serviceaccounts": "default"}
-
-
-def attendee(kubeconfig: KubeconfigArg = None) -> str | None:
-    """The workshop attendee this kernel works for, or None outside a shared workshop cluster.
-
-    In a workshop the facilitator gives each attendee namespaces of their own
-    (``<attendee>-ch04-workqueue``, ...) and no right to create or delete
-    namespaces. Attendee mode is on when ``$CFS_ATTENDEE`` names the attendee,
-    or when the current context's namespace is one of those chapter
-    namespaces (the kubeconfig ``python -m helpers.cluster.workshop up`` writes sets it).
-    """
-    named = os.environ.get(ATTENDEE_ENV, "").strip()
-    if named:
-        return named
-    try:
-        config = Kubeconfig(kubeconfig)
-        namespace = (config.context(None).value.get("context") or {}).get("namespace") or ""
-    except CourseError:
-        return None
-    match = _CHAPTER_NAMESPACE.match(namespace)
-    return match["attendee"] if match else None
-
-
-def chapter_namespace(name: str) -> str:
-    """The namespace a chapter calls ``name``: ``<attendee>-name`` in attendee mode, else itself."""
-    who = attendee()
-    if who is None or name.startswith(f"{who}-"):
-        return name
-    return f"{who}-{name}"
-
-
-def ensure_namespace(api: kubernetes.client.ApiClient, name: str) -> str:
-    """Make sure namespace ``name`` exists (create it if missing); returns its name.
-
-    For exercises: after "Run All" the chapter's last cell has deleted its
-    namespace, and an exercise run later must not fail with a 404.
-    A namespace still being deleted is waited for, then created again.
-    In attendee mode the facilitator's namespaces always exist (they are only
-    ever emptied), so nothing is asked of the API server.
-    """
-    from .waiting import wait_for
-
-    if attendee() is not None:
-        return chapter_namespace(name)
-    core = kubernetes.client.CoreV1Api(api)
-    try:
-        found = core.read_namespace(name)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-    else:
-        if found.metadata.deletion_timestamp is None:
-            return name
-        wait_for(
-            core.list_namespace,
-            lambda namespaces: name not in namespaces,
-            what=f"namespace {name} to finish deleting",
-            timeout=120,
-            field_selector=f"metadata.name={name}",
-        )
-    try:
-        core.create_namespace(
-            {"metadata": {"name": name, "labels": {"course": "controllers-from-scratch"}}}
-        )
-    except ApiException as exc:
-        if exc.status != 409:  # created meanwhile (another cell, another kernel): fine
-            raise
-    return name
-
-
-def fresh_namespace(api: kubernetes.client.ApiClient, name: str, *, timeout: float = 120) -> str:
-    """Create namespace ``name``; a leftover from an interrupted run is deleted first.
-
-    In attendee mode (see :func:`attendee`) the chapter works in
-    ``<attendee>-name`` instead, which the facilitator created: it is emptied,
-    not deleted, since an attendee may not create namespaces. Returns the name
-    the chapter must use.
-    """
-    from .waiting import wait_for
-
-    if attendee() is not None:
-        chosen = chapter_namespace(name)
-        empty_namespace(api, chosen, timeout=timeout)
-        return chosen
-    core = kubernetes.client.CoreV1Api(api)
-    try:
-        core.delete_namespace(name)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-    else:
-        wait_for(
-            core.list_namespace,
-            lambda namespaces: name not in namespaces,
-            what=f"the old namespace {name} to be deleted",
-            timeout=timeout,
-            field_selector=f"metadata.name={name}",
-        )
-    core.create_namespace(
-        {"metadata": {"name": name, "labels": {"course": "controllers-from-scratch"}}}
-    )
-    return name
-
-
-def delete_namespace(api: kubernetes.client.ApiClient, name: str) -> str:
-    """A chapter's clean-up: delete namespace ``name`` (in attendee mode: empty it instead).
-
-    Returns what happened, as the end of a sentence for the chapter to print
-    after ``f"namespace {name} "``: "is being deleted" (a namespace already
-    gone counts too), or "was emptied" for an attendee, who keeps it.
-    """
-    if attendee() is not None:
-        empty_namespace(api, name)
-        return "was emptied (an attendee keeps their namespaces)"
-    try:
-        kubernetes.client.CoreV1Api(api).delete_namespace(name)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-    return "is being deleted"
-
-
-def empty_namespace(api: kubernetes.client.ApiClient, name: str, *, timeout: float = 120) -> None:
-    """Delete everything in namespace ``name`` that a chapter may have made, and wait until gone.
-
-    What deleting the namespace would do, with only rights inside it: one
-    DELETE of each collection (every namespaced resource that allows it,
-    found by discovery), keeping what the facilitator made (label
-    :data:`WORKSHOP_LABEL`) and what the cluster recreates anyway. Objects held
-    by a finalizer whose controller is gone (a chapter's stopped controller)
-    have the finalizer removed, as a person would with kubectl.
-    """
-    dynamic = kubernetes.dynamic.DynamicClient(api)
-    resources = [
-        resource
-        for resource in dynamic.resources.search(namespaced=True)
-        if not isinstance(resource, ResourceList)  # the ``...List`` kinds, not resources
-        and "/" not in resource.name
-        and {"list", "deletecollection"} <= set(resource.verbs or [])
-        and resource.preferred
-    ]
-    deadline = time.monotonic() + timeout
-    for resource in sorted(resources, key=_deletion_order):
-        keep = _KEEP_BY_NAME.get(resource.name) if resource.group == "" else None
-        selectors = {
-            "label_selector": f"!{WORKSHOP_LABEL}",
-            "field_selector": f"metadata.name!={keep}" if keep else None,
-        }
-        try:
-            resource.delete(
-                namespace=name,
-                body={"propagationPolicy": "Background", "gracePeriodSeconds": 0},
-                **{key: value for key, value in selectors.items() if value},
-            )
-        except ApiException as exc:
-            if exc.status in (403, 405):  # not ours to touch (an attendee may not make it either)
-                continue
-            raise
-        _wait_until_empty(resource, name, selectors, deadline)
-
-
-def _deletion_order(resource: Any) -> int:
-    """Owners before what they own, so that no controller recreates a child in between."""
-    order = {"deployments": 0, "replicasets": 1, "foos": 0}
-    return order.get(resource.name, 2)
-
-
-def _wait_until_empty(resource: Any, namespace: str, selectors: dict[str, str | None],
-                      deadline: float) -> None:  # fmt: skip
-    """Watch ``resource`` in ``namespace`` until nothing matching ``selectors`` is left."""
-    query = {key: value for key, value in selectors.items() if value}
-    listed = resource.get(namespace=namespace, **query)
-    left = {item.metadata.name: item for item in listed.items}
-    for item in left.values():
-        _drop_finalizers(resource, namespace, item)
-    if not left:
-        return
-    remaining = {name for name in left}
-    watching = resource.watch(
-        namespace=namespace,
-        resource_version=listed.metadata.resourceVersion,
-        timeout=max(1, int(deadline - time.monotonic())),
-        **query,
-    )
-    for event in watching:
-        name = event["object"].metadata.name
-        if event["type"] == "DELETED":
-            remaining.discard(name)
-        elif event["type"] == "ADDED":  # recreated by a controller not yet told: delete again
-            remaining.add(name)
-            resource.delete(name=name, namespace=namespace, body={"gracePeriodSeconds": 0})
-        else:
-            _drop_finalizers(resource, namespace, event["object"])
-        if not remaining:
-            return
-    raise CourseError(
-        f"Namespace {namespace} still holds {resource.kind} {', '.join(sorted(remaining))} "
-        "after emptying it.",
-        "look at those objects' finalizers (`kubectl get -o yaml`), then run the cell again.",
-    )
-
-
-def _drop_finalizers(resource: Any, namespace: str, item: Any) -> None:
-    """Remove the finalizers of an object already being deleted (its controller has stopped)."""
-    if item.metadata.deletionTimestamp and item.metadata.finalizers:
-        try:
-            resource.patch(
-                name=item.metadata.name,
-                namespace=namespace,
-                body={"metadata": {"finalizers": None}},
-                content_type="application/merge-patch+json",
-            )
-        except ApiException as exc:
-            if exc.status != 404:
-                raise

@@ -10,8 +10,7 @@ kubebuilder's ``cmd/main.go`` adds for production: ``--leader-elect``,
 ``--metrics-bind-address``, ``--health-probe-bind-address``.
 
 Run it as ``python -m helpers.program`` or ``foo-controller`` (the console
-script), or ``python -m helpers.controller`` (chapter 05's module hands over
-to :func:`main`).
+script).
 
 The life of the process:
 
@@ -57,7 +56,7 @@ from pathlib import Path
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from helpers import kube, preflight
+from helpers import kube, startup_checks
 from helpers.apierrors import explain
 from helpers.clock import StopEvent
 from helpers.controller import REQUEST_TIMEOUT, CacheSyncError, FooController, KubeClients
@@ -543,11 +542,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     watch_signals(started)
     try:
         api = connect(options)
-        preflight.check_foo_api(api)
+        startup_checks.check_foo_api(api)
         lease = None
         if options.leader_elect:
             lease = (default_lease_namespace(options), options.leader_elect_lease_name)
-        preflight.check_permissions(api, options.namespace, lease=lease)
+        startup_checks.check_permissions(api, options.namespace, lease=lease)
         process = ControllerProcess(api, options)
         process.serve()
     except CourseError as exc:

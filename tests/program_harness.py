@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from helpers.faults.tcp_proxy import TcpProxy
 from helpers.runner import ROOT, ControllerRun, assert_never_two_leaders, first_to_log
-from tests.tcp_proxy import TcpProxy
 
 __all__ = [
     "ROOT",

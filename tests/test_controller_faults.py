@@ -34,11 +34,11 @@ from helpers.controller import (
     foo_body,
     run_controller,
 )
+from helpers.faults.control_plane import local_cluster, restart_api_server
 from helpers.informer import SharedInformer
 from helpers.listwatch import ListWatch
 from helpers.throttle import throttle
 from helpers.waiting import Objects, wait_for
-from tests.cluster_faults import local_cluster, restart_api_server
 
 pytestmark = pytest.mark.cluster
 

@@ -20,7 +20,7 @@ import pytest
 
 from helpers.event_sender import EventSender
 from helpers.events import NORMAL, EventRecorder
-from tests.tcp_proxy import proxied_client
+from helpers.faults.tcp_proxy import proxied_client
 
 GUARD = 30.0
 FOO = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "n"}}

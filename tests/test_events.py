@@ -15,7 +15,7 @@ import kubernetes
 import pytest
 
 from helpers.events import NORMAL, EventRecorder
-from tests.tcp_proxy import proxied_client
+from helpers.faults.tcp_proxy import proxied_client
 
 GUARD = 30.0
 

@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MAY_LOAD_ANYTHING = ("helpers.cluster", "helpers.exercises.")
+MAY_LOAD_ANYTHING = ("helpers.cluster", "helpers.exercises.", "helpers.faults")
 PATHS_ONLY = {"helpers.cluster", "helpers.cluster.paths"}
-USES_PATHS = {"helpers.kube", "helpers.program"}
+USES_PATHS = {"helpers.kube", "helpers.namespaces", "helpers.workshop_mode", "helpers.program"}
 
 
 def course_modules() -> list[str]:
@@ -80,3 +80,59 @@ def test_the_probe_sees_an_import_of_the_orchestration() -> None:
     """The check can fail: an exercise check does load the cluster's backends."""
     assert "helpers.cluster.local" in cluster_modules_loaded_by("helpers.exercises.ch02")
     assert "helpers.reflector" in course_modules()
+
+
+def helpers_import_graph() -> dict[str, set[str]]:
+    """Which helpers module imports which, anywhere in its file (inside functions too)."""
+    import ast
+
+    modules = {}
+    for path in sorted((ROOT / "helpers").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            found.update(target for target in targets if target in modules and target != name)
+        graph[name] = found
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every cycle found by a depth-first walk (each reported once, from its first module)."""
+    cycles: list[list[str]] = []
+    done: set[str] = set()
+
+    def walk(module: str, path: list[str]) -> None:
+        for target in sorted(graph[module]):
+            if target in path:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in done:
+                walk(target, [*path, target])
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            walk(module, [module])
+    return cycles
+
+
+def test_no_module_of_helpers_imports_itself_round_a_circle() -> None:
+    """controller -> program -> controller was one: chapter 05's module ran chapter 08's program."""
+    assert import_cycles(helpers_import_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]

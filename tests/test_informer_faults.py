@@ -18,12 +18,12 @@ import pytest
 
 from helpers.cluster.info import describe
 from helpers.etcd import EtcdClient
+from helpers.faults.control_plane import local_cluster, restart_api_server
+from helpers.faults.tcp_proxy import TcpProxy, proxied_client
 from helpers.held_watch import HeldListWatch
 from helpers.informer import SharedInformer, wait_for_cache_sync
 from helpers.listwatch import ListWatch
-from tests.cluster_faults import local_cluster, restart_api_server
 from tests.informer_harness import SELECTOR, Churn, Recorder, cache_view
-from tests.tcp_proxy import TcpProxy, proxied_client
 
 pytestmark = pytest.mark.cluster
 

@@ -22,7 +22,7 @@ import kubernetes
 import pytest
 import yaml
 
-from helpers import kube
+from helpers import kube, namespaces
 from helpers.cluster.existing import single_context
 from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
@@ -202,10 +202,10 @@ def test_ensure_namespace_brings_back_a_deleted_namespace(api: kubernetes.client
     core = kubernetes.client.CoreV1Api(api)
     name = f"t-ensure-{uuid.uuid4().hex[:6]}"
     try:
-        assert kube.ensure_namespace(api, name) == name
-        assert kube.ensure_namespace(api, name) == name  # already there: left alone
+        assert namespaces.ensure_namespace(api, name) == name
+        assert namespaces.ensure_namespace(api, name) == name  # already there: left alone
         core.delete_namespace(name)  # still terminating when ensure_namespace looks
-        kube.ensure_namespace(api, name)
+        namespaces.ensure_namespace(api, name)
         found = core.read_namespace(name)
         assert found.metadata.deletion_timestamp is None
         assert found.metadata.labels["course"] == "controllers-from-scratch"

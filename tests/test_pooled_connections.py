@@ -22,7 +22,7 @@ from pathlib import Path
 import kubernetes
 import pytest
 
-from tests.tcp_proxy import TcpProxy, proxied_client
+from helpers.faults.tcp_proxy import TcpProxy, proxied_client
 
 pytestmark = pytest.mark.cluster
 

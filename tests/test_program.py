@@ -28,6 +28,7 @@ from helpers import kube, rbac
 from helpers.cluster import bootstrap
 from helpers.cluster.paths import write_private
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
+from helpers.faults.tcp_proxy import kubeconfig_through
 from helpers.program import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -45,7 +46,6 @@ from tests.program_harness import (
     api_server_address,
     program_args,
 )
-from tests.tcp_proxy import kubeconfig_through
 
 
 def run_program(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -488,8 +488,8 @@ def test_in_cluster_configuration(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Inside a Pod: KUBERNETES_SERVICE_HOST/PORT and the mounted service account files."""
-    from helpers.preflight import who_am_i
     from helpers.program import connect, default_lease_namespace
+    from helpers.startup_checks import who_am_i
 
     core = kubernetes.client.CoreV1Api(api)
     core.create_namespaced_service_account(namespace, {"metadata": {"name": "in-pod"}})

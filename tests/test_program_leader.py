@@ -25,9 +25,9 @@ import pytest
 from helpers.cluster.info import describe
 from helpers.cluster.local import LocalCluster
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
+from helpers.faults import control_plane
 from helpers.leaderelection import JITTER_FACTOR, LEASE_DURATION, RETRY_PERIOD
 from helpers.waiting import wait_for
-from tests import cluster_faults
 from tests.program_harness import (
     ControllerRun,
     assert_never_two_leaders,
@@ -137,13 +137,13 @@ def restart_api_server(
     cluster: LocalCluster, while_down: Callable[[], None] = lambda: None
 ) -> None:
     """Stop kube-apiserver as a kubelet would (SIGTERM), run ``while_down``, start it again."""
-    cluster_faults.restart_api_server(cluster, while_down, graceful=True)
+    control_plane.restart_api_server(cluster, while_down, graceful=True)
 
 
 def local_cluster() -> LocalCluster:
     if describe().backend != "local":
         pytest.skip("stopping the API server needs the local control plane")
-    return cluster_faults.local_cluster()
+    return control_plane.local_cluster()
 
 
 def test_leader_survives_a_short_api_server_restart(

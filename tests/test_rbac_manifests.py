@@ -3,7 +3,7 @@
 * Every document in manifests/ passes a server-side dry run (validation and
   admission, nothing stored), moved into the test's namespace.
 * The ClusterRole and the leader election Role grant exactly the permissions
-  helpers/preflight.py checks at start-up.
+  helpers/startup_checks.py checks at start-up.
 * The controller, run as a ServiceAccount bound to exactly those roles, works
   end to end (a real process, and in-process with every request recorded), and
   the requests it makes use every granted permission and need no other: a rule
@@ -25,11 +25,11 @@ import kubernetes
 import pytest
 import yaml
 
-from helpers import preflight, rbac
+from helpers import rbac, startup_checks
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
-from helpers.preflight import CONTROLLER_PERMISSIONS, Permission, lease_permissions
 from helpers.program import EXIT_OK, ControllerProcess, parse_args
 from helpers.request_log import Request, RequestLog
+from helpers.startup_checks import CONTROLLER_PERMISSIONS, Permission, lease_permissions
 from helpers.waiting import wait_for
 from tests.program_harness import ControllerRun, program_args
 
@@ -37,7 +37,7 @@ MANIFEST_FILES = ("namespace.yaml", "foo-crd.yaml", "rbac.yaml", "deployment.yam
 LEASE_NAME = "foo-controller"
 OPEN_TO_EVERYONE = {
     # Granted to every authenticated user by the default ClusterRoles system:basic-user
-    # and system:discovery; preflight uses them, no Role of ours needs to.
+    # and system:discovery; the startup checks use them, no Role of ours needs to.
     ("create", "selfsubjectaccessreviews.authorization.k8s.io"),
     ("create", "selfsubjectreviews.authentication.k8s.io"),
     ("get", "nonresource /apis/samplecontroller.k8s.io/v1alpha1"),
@@ -65,7 +65,7 @@ def permissions_of(rules: list[dict[str, Any]]) -> set[Permission]:
 # --- the manifests, read ---------------------------------------------------------------------
 
 
-def test_cluster_role_grants_exactly_what_preflight_checks() -> None:
+def test_cluster_role_grants_exactly_what_the_startup_checks_check() -> None:
     (cluster_role,) = documents("ClusterRole")
     assert permissions_of(cluster_role["rules"]) == set(CONTROLLER_PERMISSIONS)
 
@@ -265,9 +265,9 @@ def test_requests_use_every_permission_and_nothing_else(
     Events, leader election and its release) and compare with the roles both ways."""
     options = parse_args(program_args(namespace, identity="recorded"))
     with RequestLog(controller_identity) as recorded:
-        preflight.check_foo_api(controller_identity)
+        startup_checks.check_foo_api(controller_identity)
         lease = (namespace, options.leader_elect_lease_name)
-        preflight.check_permissions(controller_identity, namespace, lease=lease)
+        startup_checks.check_permissions(controller_identity, namespace, lease=lease)
         process = ControllerProcess(controller_identity, options)
         codes: list[int] = []
         thread = threading.Thread(target=lambda: codes.append(process.run()), name="recorded")

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from tests.tcp_proxy import TcpProxy
+from helpers.faults.tcp_proxy import TcpProxy
 
 
 class EchoServer:

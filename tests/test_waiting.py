@@ -18,8 +18,8 @@ import pytest
 
 from helpers import waiting
 from helpers.errors import CourseError
+from helpers.faults.tcp_proxy import TcpProxy, proxied_client
 from helpers.waiting import last_seen, wait_for
-from tests.tcp_proxy import TcpProxy, proxied_client
 
 pytestmark = pytest.mark.cluster
 

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from helpers import kube
+from helpers import kube, namespaces, workshop_mode
 from helpers.cluster import workshop
 from helpers.reconcile import STATUS_FIELDS, restore_foo_status
 
@@ -66,15 +66,15 @@ def test_attendee_mode_comes_from_the_context_namespace_or_the_environment(
         }))  # fmt: skip
         return path
 
-    monkeypatch.delenv(kube.ATTENDEE_ENV, raising=False)
-    assert kube.attendee(kubeconfig("bob-ch00-api-tour")) == "bob"
-    assert kube.attendee(kubeconfig("team-7-ch04-workqueue")) == "team-7"
-    assert kube.attendee(kubeconfig("dev")) is None  # a learner's own default namespace
-    assert kube.attendee(kubeconfig(None)) is None
+    monkeypatch.delenv(workshop_mode.ATTENDEE_ENV, raising=False)
+    assert workshop_mode.attendee(kubeconfig("bob-ch00-api-tour")) == "bob"
+    assert workshop_mode.attendee(kubeconfig("team-7-ch04-workqueue")) == "team-7"
+    assert workshop_mode.attendee(kubeconfig("dev")) is None  # a learner's own default namespace
+    assert workshop_mode.attendee(kubeconfig(None)) is None
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig("bob-ch00-api-tour")))
-    assert kube.chapter_namespace("ch04-workqueue") == "bob-ch04-workqueue"
-    monkeypatch.setenv(kube.ATTENDEE_ENV, "carol")
-    assert kube.chapter_namespace("ch04-workqueue") == "carol-ch04-workqueue"
+    assert workshop_mode.chapter_namespace("ch04-workqueue") == "bob-ch04-workqueue"
+    monkeypatch.setenv(workshop_mode.ATTENDEE_ENV, "carol")
+    assert workshop_mode.chapter_namespace("ch04-workqueue") == "carol-ch04-workqueue"
 
 
 def test_chapter_08s_cluster_roles_become_roles_in_the_namespace() -> None:
@@ -169,7 +169,7 @@ def everything_outside(api: kubernetes.client.ApiClient, mine: set[str]) -> set[
 
 def run_chapters(name: str, config: Path, sanitize: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "KUBECONFIG": str(config)}
-    env.pop(kube.ATTENDEE_ENV, None)  # the kubeconfig alone says who this is
+    env.pop(workshop_mode.ATTENDEE_ENV, None)  # the kubeconfig alone says who this is
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--nbval",
          "--nbval-sanitize-with", str(sanitize), "--nbval-cell-timeout=180", *CHAPTERS],
@@ -212,7 +212,7 @@ def test_fresh_namespace_empties_the_attendees_namespace_and_keeps_the_facilitat
 ) -> None:
     (a, a_config), _ = attendees.items()
     monkeypatch.setenv("KUBECONFIG", str(a_config))
-    monkeypatch.delenv(kube.ATTENDEE_ENV, raising=False)
+    monkeypatch.delenv(workshop_mode.ATTENDEE_ENV, raising=False)
     api = client_of(a_config)
     core = kubernetes.client.CoreV1Api(api)
     mine = f"{a}-ch03a-informer"
@@ -221,10 +221,10 @@ def test_fresh_namespace_empties_the_attendees_namespace_and_keeps_the_facilitat
     core.create_namespaced_config_map(
         mine, {"metadata": {"name": "held", "finalizers": ["example.com/stopped-controller"]}}
     )
-    assert kube.fresh_namespace(api, "ch03a-informer") == mine
+    assert namespaces.fresh_namespace(api, "ch03a-informer") == mine
     left = {item.metadata.name for item in core.list_namespaced_config_map(mine).items}
     assert left == {"kube-root-ca.crt"}  # the cluster's own, recreated at once anyway
     bindings = kubernetes.client.RbacAuthorizationV1Api(api).list_namespaced_role_binding(mine)
     assert [b.metadata.name for b in bindings.items] == [workshop.ROLE]  # access kept
-    assert kube.delete_namespace(api, mine).startswith("was emptied")
-    assert kube.ensure_namespace(api, mine) == mine
+    assert namespaces.delete_namespace(api, mine).startswith("was emptied")
+    assert namespaces.ensure_namespace(api, mine) == mine

@@ -11,6 +11,7 @@ from pathlib import Path
 from kubernetes.client.exceptions import ApiException
 
 from .. import kube
+from ..apierrors import explain
 from ..errors import CourseError
 from .backends import choose_backend, cluster_for, local_cluster, recorded_backend
 from .build import ensure_all_built
@@ -29,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc.problem}\nnext step: {exc.next_step}", file=sys.stderr)
         return 2
     except ApiException as exc:
-        print(f"error: {kube.explain(exc)}", file=sys.stderr)
+        print(f"error: {explain(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; run `python -m helpers.cluster down` to clean up.", file=sys.stderr)

@@ -3,7 +3,7 @@
 Run before a workshop (by each attendee, with their kubeconfig) or before a
 first ``make course``. Each row is ``ok`` or ``problem`` with one next step;
 the exit status is 0 when no row is a problem, 1 otherwise, so a script (or
-a facilitator collecting results) can use it. ``helpers/preflight.py`` is a
+a facilitator collecting results) can use it. ``helpers/startup_checks.py`` is a
 different thing: the controller program's own check at start-up (chapter 08).
 
 What it looks at: Python and the pinned packages, JupyterLab and the kernel
@@ -33,9 +33,10 @@ from pathlib import Path
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from .. import kube
+from .. import kube, workshop_mode
+from ..apierrors import explain
 from ..errors import CourseError
-from ..preflight import Permission
+from ..startup_checks import Permission
 from .paths import CourseHome
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -198,7 +199,7 @@ def cluster_rows(kubeconfig: str | None, context: str | None) -> list[Row]:
         )
     )
     rows.append(_nodes_row(api))
-    who = kube.attendee(kubeconfig)
+    who = workshop_mode.attendee(kubeconfig)
     rows.append(_foo_row(api, who))
     rows += _permission_rows(api, who)
     rows.append(_etcd_row(kubeconfig, context))
@@ -364,7 +365,7 @@ def run(kubeconfig: str | None = None, context: str | None = None) -> list[Row]:
             Row(
                 "cluster",
                 False,
-                f"the API server refused a check: {kube.explain(exc)}",
+                f"the API server refused a check: {explain(exc)}",
                 "check your kubeconfig's credentials",
             )
         )
@@ -395,7 +396,11 @@ def main(argv: list[str] | None = None, clock: Callable[[], float] = time.monoto
     rows = run(args.kubeconfig or None, args.context)
     print(table(rows))
     problems = sum(not row.ok for row in rows)
-    mode = f"attendee {kube.attendee(args.kubeconfig)}" if kube.attendee(args.kubeconfig) else ""
+    mode = (
+        f"attendee {workshop_mode.attendee(args.kubeconfig)}"
+        if workshop_mode.attendee(args.kubeconfig)
+        else ""
+    )
     print(
         f"\n{len(rows) - problems} ok, {problems} problem(s) in {clock() - started:.1f} s"
         + (f" ({mode} mode)" if mode else "")

@@ -14,11 +14,11 @@ for several people at once:
   ServiceAccount, a Role and RoleBinding in each of those namespaces allowing
   everything there and nothing elsewhere, and a kubeconfig file with a token
   for that ServiceAccount whose context namespace is their chapter 00
-  namespace; that is how :func:`helpers.kube.attendee` recognises attendee
+  namespace; that is how :func:`helpers.workshop_mode.attendee` recognises attendee
   mode (``CFS_ATTENDEE=alice`` does the same).
 
 ``python -m helpers.cluster.workshop down`` removes all of it (``--attendees`` some).
-Everything made carries the label :data:`helpers.kube.WORKSHOP_LABEL`, so a
+Everything made carries the label :data:`helpers.workshop_mode.WORKSHOP_LABEL`, so a
 tear-down finds it again and an attendee's emptying of a namespace keeps it.
 """
 
@@ -38,7 +38,8 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from ..errors import CourseError
-from ..kube import WORKSHOP_LABEL, connect
+from ..kube import connect
+from ..workshop_mode import WORKSHOP_LABEL
 from .bootstrap import install_foo_crd
 from .paths import CourseHome
 

@@ -16,7 +16,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from .. import kube
+from .. import namespaces
 from ..request_log import RequestLog
 from . import Verdict, correct, not_attempted, wrong
 
@@ -25,7 +25,7 @@ from . import Verdict, correct, not_attempted, wrong
 
 def _versions_after_patches(api: kubernetes.client.ApiClient, namespace: str) -> list[str]:
     """resourceVersions of a fresh ConfigMap: created, after a no-op PATCH, after a label PATCH."""
-    kube.ensure_namespace(api, namespace)
+    namespaces.ensure_namespace(api, namespace)
     core = kubernetes.client.CoreV1Api(api)
     created = core.create_namespaced_config_map(
         namespace,

@@ -19,7 +19,7 @@ from typing import Any
 
 import kubernetes
 
-from .. import kube
+from .. import namespaces
 from ..cluster.info import describe
 from ..etcd import EtcdClient
 from ..request_log import RequestLog
@@ -40,7 +40,7 @@ def check_1(
     """``watch_from(api, path, resource_version, timeout_seconds)`` yields (type, name)."""
     if watch_from is None:
         return not_attempted("1", "set watch_from to your generator function")
-    kube.ensure_namespace(api, namespace)
+    namespaces.ensure_namespace(api, namespace)
     core = kubernetes.client.CoreV1Api(api)
     version = core.list_namespaced_config_map(namespace).metadata.resource_version
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "exercise-w"}})
@@ -139,7 +139,7 @@ def check_2(
             "can't check this on a cluster without etcd access (a real 410 needs an etcd "
             "compaction); compare your answer with the chapter's 410 section",
         )
-    kube.ensure_namespace(api, namespace)
+    namespaces.ensure_namespace(api, namespace)
     status = _expired_watch(api, namespace)
     expected = (status["code"], status["reason"])
     if code != expected[0]:
@@ -157,7 +157,7 @@ def check_3(answer: int | None, api: kubernetes.client.ApiClient, namespace: str
     """Requests made by a list+watch loop running 6 s with timeoutSeconds=2."""
     if answer is None:
         return not_attempted("3", "set answer_3 to a number of requests")
-    kube.ensure_namespace(api, namespace)
+    namespaces.ensure_namespace(api, namespace)
     path = _configmaps(namespace)
     deadline = time.monotonic() + 6
     with RequestLog(api) as log:

@@ -31,7 +31,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from .. import kube
+from .. import namespaces
 from ..backoff import Backoff
 from ..clock import FakeClock
 from ..cluster.info import describe
@@ -394,7 +394,7 @@ def check_4(
             "can't check this on a cluster without etcd access (the check compacts etcd to make "
             "a real 410); compare your function with solutions/ch02.py",
         )
-    kube.ensure_namespace(api, namespace)  # after Run All the chapter has deleted it
+    namespaces.ensure_namespace(api, namespace)  # after Run All the chapter has deleted it
     core = kubernetes.client.CoreV1Api(api)
     run = uuid.uuid4().hex[:6]  # so that the check can run again in the same namespace
     first = core.create_namespaced_pod_template(namespace, _pod_template("exercise-a-", run))

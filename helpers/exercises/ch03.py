@@ -24,7 +24,7 @@ from typing import Any
 
 import kubernetes
 
-from .. import kube
+from .. import namespaces
 from ..cluster.info import describe
 from ..etcd import EtcdClient
 from ..held_watch import HeldListWatch
@@ -111,7 +111,7 @@ def check_1(answer: Any, api: kubernetes.client.ApiClient, namespace: str) -> Ve
         or not all(isinstance(n, int) for n in answer)
     ):
         return wrong("1", f"{answer!r} is not a pair of whole numbers like (1, 2)")
-    kube.ensure_namespace(api, namespace)
+    namespaces.ensure_namespace(api, namespace)
     measured = _stuck_handler_drill(api, namespace)
     waiting, heard = answer
     if heard != measured[1]:
@@ -218,7 +218,7 @@ def check_2(
             "can't check this on a cluster without etcd access (a real tombstone needs an etcd "
             "compaction); compare your class with solutions/ch03.py",
         )
-    kube.ensure_namespace(api, namespace)
+    namespaces.ensure_namespace(api, namespace)
     learner = delete_counter()
     ours = _missed_delete_drill(learner, api, namespace, EtcdClient(etcd_url))
     assert isinstance(ours[1], DeletedFinalStateUnknown), "the drill made no tombstone"
@@ -276,7 +276,7 @@ def check_4(answer: int | None, api: kubernetes.client.ApiClient, namespace: str
     """Requests of: an informer; for five ConfigMaps, a lister read and a patch."""
     if answer is None:
         return not_attempted("2", "set answer_2 to a number of requests")
-    kube.ensure_namespace(api, namespace)
+    namespaces.ensure_namespace(api, namespace)
     core = kubernetes.client.CoreV1Api(api)
     names = [f"exercise-4-{n}" for n in range(5)]
     for name in names:

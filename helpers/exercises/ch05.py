@@ -23,7 +23,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from .. import kube
+from .. import namespaces
 from ..apierrors import explain
 from ..clock import StopEvent
 from ..controller import (
@@ -140,7 +140,7 @@ def check_1(answer: str | None, api: kubernetes.client.ApiClient, namespace: str
     """What a controller does on start about a delete it never saw: checked on the cluster."""
     if (unanswered := _not_a_choice("1", answer)) is not None:
         return unanswered
-    kube.ensure_namespace(api, namespace)
+    namespaces.ensure_namespace(api, namespace)
     took = _controller_down_then_up(api, namespace)
     if answer != ANSWER_1:
         return wrong(
@@ -310,7 +310,7 @@ def check_3(answer: str | None, api: kubernetes.client.ApiClient, namespace: str
     """What happens to a Foo whose Deployment is another Foo's: checked on the cluster."""
     if (unanswered := _not_a_choice("3", answer)) is not None:
         return unanswered
-    kube.ensure_namespace(api, namespace)
+    namespaces.ensure_namespace(api, namespace)
     seen = _run_two_foos(api, namespace)
     happened = (
         seen["event"]["type"] == "Warning"
@@ -559,7 +559,7 @@ def check_4(
     problem = _reconcile_dry(reconcile)
     if problem is not None:
         return wrong("4", problem)
-    kube.ensure_namespace(api, namespace)
+    namespaces.ensure_namespace(api, namespace)
     try:
         done = _reconcile_on_cluster(reconcile, api, namespace)
     except _Stuck as exc:

@@ -1,4 +1,4 @@
-"""Breaking the local control plane on purpose, for the drills in tests/.
+"""Breaking the local control plane on purpose, for failure drills.
 
 The drills SIGKILL the API server (or another component) and start it again
 with the command line kwokctl gave it, as a kubelet restarts a static Pod.
@@ -25,7 +25,12 @@ from helpers.errors import CourseError
 def local_cluster() -> LocalCluster:
     """The course's cluster, which must be the local control plane (kind has no such knobs)."""
     info = describe()
-    assert info.backend == "local", "these drills need the local control plane"
+    if info.backend != "local":
+        raise CourseError(
+            f"This drill stops and starts the API server, which only the local control plane "
+            f"lets the course do (this cluster is {info.backend}).",
+            "run it on the course's local control plane (`make up` on a machine without Docker).",
+        )
     return LocalCluster(CourseHome.from_environment(), info.context.removeprefix("kwok-"))
 
 
@@ -42,7 +47,11 @@ def wait_until_api_ready(cluster: LocalCluster, timeout: float = 120) -> None:
                 return
         except (CourseError, ApiException, urllib3.exceptions.HTTPError):
             pass
-        assert time.monotonic() < deadline, f"the API server was not ready within {timeout:.0f} s"
+        if time.monotonic() >= deadline:
+            raise CourseError(
+                f"The API server was not ready within {timeout:.0f} s of starting again.",
+                "read its log: `python -m helpers.cluster logs --component kube-apiserver`.",
+            )
         time.sleep(0.25)
 
 
