@@ -485,6 +485,18 @@ def write_results_md(text: str) -> None:
     RESULTS_MD.write_text(f"{head}{BEGIN}\n\n{text}\n{END}{tail}")
 
 
+def refuse_clusters_not_the_courses() -> None:
+    """Before the first request: the benchmarks create 140,000 ConfigMaps and delete namespaces,
+    so they run only on a cluster the course created (or one named in CFS_ALLOW_CLUSTER)."""
+    from helpers.cluster.identity import require_course_cluster
+    from helpers.errors import CourseError
+
+    try:
+        require_course_cluster(doing="The benchmarks")
+    except CourseError as exc:
+        raise SystemExit(f"error: {exc.problem}\nnext step: {exc.next_step}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=10_000)
@@ -517,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.render_only:
         results = json.loads(RESULTS_JSON.read_text())
     else:
+        refuse_clusters_not_the_courses()
         results = measure(args)
         save(results)
     write_results_md(render(results))

@@ -23,6 +23,8 @@ import kubernetes
 import yaml
 from kubernetes.client.exceptions import ApiException
 
+from .private_files import write_private
+
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 CONTROLLER_NAMESPACE = "foo-system"
 """The namespace the manifests install the controller into."""
@@ -100,8 +102,7 @@ def token_kubeconfig(api: kubernetes.client.ApiClient, token: str, path: Path) -
         "contexts": [{"name": "token", "context": {"cluster": "course", "user": "token"}}],
         "current-context": "token",
     }
-    path.write_text(yaml.safe_dump(document))
-    path.chmod(0o600)
+    write_private(path, yaml.safe_dump(document))  # the token is a credential
     return path
 
 

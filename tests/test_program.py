@@ -26,9 +26,9 @@ import yaml
 
 from helpers import kube, rbac
 from helpers.cluster import bootstrap
-from helpers.cluster.paths import write_private
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
 from helpers.faults.tcp_proxy import kubeconfig_through
+from helpers.private_files import write_private
 from helpers.program import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,

@@ -28,7 +28,7 @@ import kubernetes
 import yaml
 
 from helpers import kube
-from helpers.cluster.paths import write_private
+from helpers.private_files import write_private
 
 Pair = tuple[socket.socket, socket.socket]
 
