@@ -45,6 +45,11 @@ pytestmark = pytest.mark.cluster
 FOOS = 20
 RESTARTS = 3
 CONVERGE_SECONDS = 180.0
+# What the pacing buys, as a bound that tells the two designs apart: unpaced, this drill
+# collected 119 to 238 conflicts (a stale key retried every few milliseconds); paced, 13 to 24,
+# and 45 on a cluster busy with 140,000 ConfigMaps. 100 separates them with a loaded machine's
+# room; it is not a guarantee the mechanism gives (each retry of a stale key can conflict).
+PACED_CONFLICTS_AT_MOST = 100
 
 
 class CountingClients(KubeClients):
@@ -149,4 +154,4 @@ def test_api_server_restarts_converge_with_few_conflicts(
         f"reflector {controller.foo_informer.reflector!r}"
     )
     assert not runner.is_alive()
-    assert sum(clients.conflicts.values()) <= 2 * FOOS, dict(clients.conflicts)
+    assert sum(clients.conflicts.values()) <= PACED_CONFLICTS_AT_MOST, dict(clients.conflicts)

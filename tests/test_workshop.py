@@ -104,7 +104,7 @@ def attendees(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Pa
     was_extended = extended()
     tag = uuid.uuid4().hex[:4]
     names = [f"ta-{tag}", f"tb-{tag}"]
-    out = tmp_path_factory.mktemp("workshop")
+    out = tmp_path_factory.mktemp("workshop") / "handouts"  # a new folder: the course makes it
     paths = workshop.up(api, workshop.attendees_for(names), out, token_hours=1)
     try:
         yield dict(zip(names, paths, strict=True))

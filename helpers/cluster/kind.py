@@ -127,8 +127,9 @@ class KindCluster:
             raise CourseError(
                 f"A kind cluster named '{self.name}' exists, and the course did not create it "
                 "(it has no record of it), so it leaves that cluster alone.",
-                "start the course's own with another name (`python -m helpers.cluster up "
-                "--name controllers-from-scratch-2`), or use yours as it is with "
+                "start the course's own with another name "
+                "(`python -m helpers.cluster up --name controllers-from-scratch-2`), or use yours "
+                "as it is with "
                 f"`python -m helpers.cluster up --backend existing --context kind-{self.name}`.",
             )
         self._write_state()  # first, so that `down` finds a cluster whose start failed half way
