@@ -316,7 +316,7 @@ class HandlerRegistration:
         self._upstream_synced = False
         self._pending_initial = 0
         self.handled = 0  # notifications handed to the handler so far
-        # The resync periods asked for and in force, and when the next is due ("Resync" below).
+        # The resync period asked for, the one in force, and when the next is due (_resync).
         self.requested_resync_period = self.resync_period = self.next_resync = 0.0
 
     def has_synced(self) -> bool:
