@@ -23,7 +23,7 @@ import kubernetes
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from helpers import kube
+from helpers import kube, namespaces
 from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
 
@@ -61,7 +61,9 @@ def namespace(api: kubernetes.client.ApiClient, request: pytest.FixtureRequest) 
     core = kubernetes.client.CoreV1Api(api)
     base = request.node.name.lower().replace("_", "-")[:40].strip("-")
     name = f"t-{base}-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": name, "labels": {"course-test": "true"}}})
+    # The course's own label too: its helpers touch only namespaces that carry it.
+    labels = {"course-test": "true", **namespaces.COURSE_LABELS}
+    core.create_namespace({"metadata": {"name": name, "labels": labels}})
     yield name
     try:
         core.delete_namespace(name)
