@@ -238,6 +238,8 @@ def _difference(before: Any, after: Any, path: str = "") -> str:
 
 
 class _Absent:
+    """What ``_difference`` shows for a field that one side lacks."""
+
     def __repr__(self) -> str:
         return "(absent)"
 
