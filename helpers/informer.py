@@ -51,7 +51,8 @@ How this differs from client-go:
   cache at that moment; ours does that (with the gate off, v0.36 does as v0.35).
 * Resync is done by the processing thread itself on a clock deadline, instead
   of a reflector timer that calls the FIFO's ``Resync`` (one ``SyncAll``
-  delta with ``AtomicFIFO``, one ``Sync`` delta per cached key without it);
+  delta with ``AtomicFIFO``; without it a ``Sync`` delta per cached key that
+  has nothing queued);
   since one thread applies deltas and resyncs, the order is the same.
 * Bookmarks do not enter the FIFO (only the reflector's resourceVersion moves).
 * A handler that raises is logged and skipped; client-go crashes the process by
