@@ -33,7 +33,7 @@ def build(root: Path, out: Path) -> int:
         work = Path(scratch)
         chapters = stage(root, work / "src")
         sphinx = [
-            sys.executable, "-m", "sphinx", "--builder", "html", "--quiet",
+            sys.executable, "-m", "book.sphinx_build", "--builder", "html", "--quiet",
             "--fail-on-warning", "--keep-going", "--fresh-env",
             "--conf-dir", str(CONFIG), "--doctree-dir", str(work / "doctrees"),
             str(work / "src"), str(work / "html"),

@@ -17,8 +17,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from IPython.core.inputtransformer2 import TransformerManager
-
 from helpers.errors import CourseError
 
 CHAPTER_PATTERN = "[0-9]*.ipynb"
@@ -79,17 +77,6 @@ class Chapter:
         return "".join(self.notebook["cells"][0]["source"])
 
     @cached_property
-    def code(self) -> list[tuple[int, str]]:
-        """Each code cell's index and source, as Python (IPython's ``%`` and ``!`` lines
-        turned into calls, so that ``ast`` can read the cell)."""
-        transformer = TransformerManager()
-        return [
-            (index, transformer.transform_cell("".join(cell["source"])))
-            for index, cell in enumerate(self.notebook["cells"])
-            if cell["cell_type"] == "code"
-        ]
-
-    @cached_property
     def exports(self) -> set[str]:
         """The modules this chapter writes, dotted: ``helpers.workqueue.queue``."""
         return {
@@ -141,16 +128,29 @@ class Chapter:
         return found
 
     def _trees(self) -> list[tuple[int, ast.Module]]:
-        trees = []
-        for index, source in self.code:
-            try:
-                trees.append((index, ast.parse(source)))
-            except SyntaxError as exc:
-                raise CourseError(
-                    f"{self.path.name}, cell {index}: not Python ({exc.msg}, line {exc.lineno}).",
-                    "fix the cell; the chapter must run top to bottom.",
-                ) from None
-        return trees
+        """Each code cell's index and syntax tree."""
+        return [
+            (index, _parse(self.path.name, index, "".join(cell["source"])))
+            for index, cell in enumerate(self.notebook["cells"])
+            if cell["cell_type"] == "code"
+        ]
+
+
+def _parse(notebook: str, index: int, source: str) -> ast.Module:
+    """A cell as Python; one with IPython's ``%`` or ``!`` lines after IPython turns them into
+    calls (imported only then: it takes a second)."""
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        try:
+            return ast.parse(TransformerManager().transform_cell(source))
+        except SyntaxError as exc:
+            raise CourseError(
+                f"{notebook}, cell {index}: not Python ({exc.msg}, line {exc.lineno}).",
+                "fix the cell; the chapter must run top to bottom.",
+            ) from None
 
 
 def _dotted(path: str) -> str:

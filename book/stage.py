@@ -20,7 +20,9 @@ Links keep working because the staging folder has the repository's layout: ``not
 
 from __future__ import annotations
 
+import base64
 import copy
+import hashlib
 import html
 import json
 import re
@@ -39,22 +41,43 @@ README_INTRO_END = "## Prerequisites"
 """The README's heading where its introduction ends and the installation details begin."""
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 BACKTICKS = re.compile(r"`{3,}")
+PICTURE_TEXTS = "picture-texts.json"
+"""Written beside the sources: what each stored picture shows, by the SHA-256 of its bytes (the
+name myst-nb gives its file), for its alt text (``book/extension.py``)."""
 
 
 def stage(root: Path, into: Path) -> list[Chapter]:
     """Write the book's sources for the course in ``root`` into the empty folder ``into``."""
     chapters = read_chapters(root / "notebooks")
     (into / "notebooks").mkdir(parents=True)
+    texts: dict[str, str] = {}
     for chapter in chapters:
         notebook = for_the_book(chapter, chapters, root / "notebooks" / "solutions")
         text = json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
         (into / "notebooks" / chapter.path.name).write_text(text, encoding="utf-8")
+        texts.update(picture_texts(notebook))
+    (into / PICTURE_TEXTS).write_text(json.dumps(texts, indent=1, ensure_ascii=False))
     for page in PAGES:
         (into / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(root / page, into / page)
     (into / "index.md").write_text(front_page(root), encoding="utf-8")
     copy_linked_files(root, into)
     return chapters
+
+
+def picture_texts(notebook: dict[str, Any]) -> dict[str, str]:
+    """What each PNG output says it shows (its ``text/plain``), by the SHA-256 of its bytes.
+    A bare matplotlib repr (``<Figure size 700x300 with 1 Axes>``) says nothing, and is left
+    out."""
+    texts = {}
+    for cell in notebook["cells"]:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            text = "".join(data.get("text/plain", ""))
+            if "image/png" in data and text and not text.startswith("<"):
+                png = base64.b64decode("".join(data["image/png"]))
+                texts[hashlib.sha256(png).hexdigest()] = text
+    return texts
 
 
 def front_page(root: Path) -> str:
@@ -241,16 +264,28 @@ def describe_widget(model_id: str, state: dict[str, Any]) -> list[str]:
 
 
 def copy_linked_files(root: Path, into: Path) -> None:
-    """Copy into the staging folder each repository file a page links to by a relative path
-    (the site offers it as a download). A link to nothing is left for Sphinx to report."""
-    for page in sorted(into.rglob("*")):
-        if page.suffix not in (".md", ".ipynb"):
-            continue
-        for target in relative_links(page):
+    """Copy into the staging folder each repository file a page links to by a relative path.
+
+    The site offers a file as a download; a Markdown page (``../docs/other.md``) becomes a page
+    of its own, outside the navigation, and its links are followed in turn. A link to nothing
+    is left for Sphinx to report.
+    """
+    todo = [page for page in sorted(into.rglob("*")) if page.suffix in (".md", ".ipynb")]
+    while todo:
+        page = todo.pop(0)
+        for target in sorted(relative_links(page)):
             staged = (page.parent / target).resolve()
-            source = root / staged.relative_to(into.resolve()) if _inside(staged, into) else None
-            if source is not None and source.is_file() and not staged.exists():
-                staged.parent.mkdir(parents=True, exist_ok=True)
+            if not staged.is_relative_to(into.resolve()) or staged.exists():
+                continue
+            source = root / staged.relative_to(into.resolve())
+            if not source.is_file():
+                continue
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            if source.suffix == ".md":  # a page no chapter list names: Sphinx must not warn
+                text = source.read_text(encoding="utf-8")
+                staged.write_text(f"---\norphan: true\n---\n\n{text}", encoding="utf-8")
+                todo.append(staged)
+            else:
                 shutil.copyfile(source, staged)
 
 
@@ -275,7 +310,3 @@ def _links_in(markdown: str) -> set[str]:
             if path and not re.match(r"^[a-z][a-z0-9+.-]*:|^/", path, re.IGNORECASE):
                 targets.add(path)
     return targets
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    return path.is_relative_to(folder.resolve())

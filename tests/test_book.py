@@ -36,7 +36,7 @@ from markdown_it import MarkdownIt
 
 from book.build import DEFAULT_OUT, _check_replaceable
 from book.chapters import CHAPTER_PATTERN, Chapter, Exercise, needs, solution_source
-from book.stage import describe_widget, for_the_book
+from book.stage import copy_linked_files, describe_widget, for_the_book
 from helpers.errors import CourseError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -436,6 +436,28 @@ def test_the_staged_chapter_folds_collapsed_cells_and_drops_widget_state(tmp_pat
     assert chapter.notebook["cells"][2]["metadata"].get("tags") is None  # the original is kept
 
 
+def test_files_pages_link_to_are_staged_and_their_links_followed(tmp_path: Path) -> None:
+    root, into = tmp_path / "course", tmp_path / "staged"
+    links = (
+        "See [the CRD](../manifests/crd.yaml), [notes](../docs/n.md), [gone](missing.py) "
+        "and [the web](https://example.org/x.py)."
+    )
+    for path, text in {
+        "notebooks/00_a.ipynb": json.dumps({"cells": [_markdown(links)]}),
+        "manifests/crd.yaml": "kind: CustomResourceDefinition\n",
+        "docs/n.md": "# Notes\n\nThe [Containerfile](../Containerfile#L3).\n",
+        "Containerfile": "FROM python:3.11\n",
+    }.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    (into / "notebooks").mkdir(parents=True)
+    shutil.copyfile(root / "notebooks/00_a.ipynb", into / "notebooks/00_a.ipynb")
+    copy_linked_files(root, into)
+    staged = sorted(str(p.relative_to(into)) for p in into.rglob("*") if p.is_file())
+    assert staged == ["Containerfile", "docs/n.md", "manifests/crd.yaml", "notebooks/00_a.ipynb"]
+    assert (into / "docs/n.md").read_text().startswith("---\norphan: true\n---\n")
+
+
 def test_the_build_replaces_only_an_earlier_book(tmp_path: Path) -> None:
     _check_replaceable(tmp_path / "missing")
     _check_replaceable(tmp_path)  # empty
@@ -454,6 +476,8 @@ ENABLE = (
     "to run them"
 )
 WIDTHS = (375, 1920)
+WIDE, WIDE_COLUMN = 1600, 1024  # from this window width on, pictures up to 1,024 px keep their size
+PHONE = 800  # below this width the chapter list hides behind a menu button
 
 
 def _chromium() -> str | None:
@@ -563,8 +587,10 @@ async () => {
       }
       colours = seen.size;
     }
+    const link = img.closest('a');
     found.push({src: img.getAttribute('src'), width: img.naturalWidth, colours: colours,
-                shown: img.getBoundingClientRect().width});
+                shown: img.getBoundingClientRect().width,
+                linked: link !== null && link.getAttribute('href') === img.getAttribute('src')});
   }
   return found;
 }
@@ -573,9 +599,8 @@ async () => {
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("chapter", _pictured_chapters(), ids=lambda path: path.stem)
-def test_a_chapter_in_chromium(
-    browser: Any, served: str, chapter: Path, width: int, request: pytest.FixtureRequest
-) -> None:
+def test_a_chapter_in_chromium(browser: Any, served: str, chapter: Path, width: int) -> None:
+    phone = width < PHONE
     visit = Visit(browser, served, width)
     try:
         page = visit.open(f"notebooks/{chapter.stem}.html")
@@ -585,6 +610,10 @@ def test_a_chapter_in_chromium(
             assert picture["width"] > 0, f"{picture['src']} did not load"
             assert picture["colours"] > 1, f"{picture['src']} is a single colour"
             assert 0 < picture["shown"] <= width, f"{picture['src']} is {picture['shown']} px"
+            assert picture["linked"], f"{picture['src']} does not open at full size"
+            if width >= WIDE:  # as large as drawn, so its text is as large as drawn
+                natural = min(picture["width"], WIDE_COLUMN)
+                assert picture["shown"] >= natural, f"{picture['src']} shrunk to {picture['shown']}"
         page.evaluate("window.scrollTo(0, 0)")
 
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
@@ -593,12 +622,12 @@ def test_a_chapter_in_chromium(
             "parseFloat(getComputedStyle(document.querySelector('article section > p')).fontSize)"
         )
         assert size >= 15, f"body text of {size} px"
-        if width >= 1920:
+        line = page.evaluate(
+            "document.querySelector('article section > p').getBoundingClientRect().width"
+        )
+        assert line / size <= 50, f"lines of {line / size:.0f} em are too long to read"
+        if not phone:
             assert page.locator(".sidebar-tree a.reference").first.is_visible()
-            line = page.evaluate(
-                "document.querySelector('article section > p').getBoundingClientRect().width"
-            )
-            assert line <= 1000, f"lines of {line} px are too long to read"
         else:
             drawer = page.locator(".sidebar-drawer").first.bounding_box()
             assert drawer is None or drawer["x"] + drawer["width"] <= 0, "the menu covers the page"
@@ -621,7 +650,7 @@ def test_a_chapter_in_chromium(
             Path(shots).mkdir(parents=True, exist_ok=True)
             page.evaluate("window.scrollTo(0, 0)")
             page.screenshot(path=str(Path(shots) / f"{chapter.stem}-{width}.png"))
-        if width < 1920:  # the chapters are a tap away: the menu slides in
+        if phone:  # the chapters are a tap away: the menu slides in
             page.locator("label.nav-overlay-icon").first.click()
             page.wait_for_function(
                 "document.querySelector('.sidebar-drawer').getBoundingClientRect().left >= 0"
