@@ -38,7 +38,7 @@ def build(root: Path, out: Path) -> int:
             "--conf-dir", str(CONFIG), "--doctree-dir", str(work / "doctrees"),
             str(work / "src"), str(work / "html"),
         ]  # fmt: skip
-        if subprocess.run(sphinx, check=False).returncode != 0:
+        if subprocess.run(sphinx, cwd=ROOT, check=False).returncode != 0:
             raise CourseError(
                 "Sphinx could not build the book without warnings (above; the file names are "
                 "the staged copies in a temporary folder, named as in the repository).",
