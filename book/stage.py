@@ -37,8 +37,9 @@ from helpers.errors import CourseError
 
 PAGES = ("docs/facilitator.md", "benchmarks/RESULTS.md")
 """The pages besides the chapters, in the order the navigation lists them."""
-README_INTRO_END = "## Prerequisites"
-"""The README's heading where its introduction ends and the installation details begin."""
+README_INTRO_END = "## Everyday commands"
+"""The README's heading where the front page ends: after the introduction, the two commands and
+what a learner needs (its local control plane, which the two commands mention)."""
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 BACKTICKS = re.compile(r"`{3,}")
 PICTURE_TEXTS = "picture-texts.json"

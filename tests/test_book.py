@@ -298,7 +298,7 @@ def _small_course(root: Path, link: str) -> Path:
     (root / "notebooks" / "solutions").mkdir(parents=True)
     (root / "docs").mkdir()
     (root / "benchmarks").mkdir()
-    (root / "README.md").write_text("# Small\n\nA small course.\n\n## Prerequisites\n\nNone.\n")
+    (root / "README.md").write_text("# Small\n\nA small course.\n\n## Everyday commands\n\nNone.\n")
     (root / "docs" / "facilitator.md").write_text("# Facilitating\n\nText.\n")
     (root / "benchmarks" / "RESULTS.md").write_text("# Results\n\nNumbers.\n")
     (root / "notebooks" / "solutions" / "ch00.py").write_text(
