@@ -32,7 +32,14 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from book.chapters import Chapter, Exercise, needs, read_chapters, solution_source
+from book.chapters import (
+    CHAPTER_PATTERN,
+    Chapter,
+    Exercise,
+    needs,
+    read_chapters,
+    solution_source,
+)
 from helpers.errors import CourseError
 
 PAGES = ("docs/facilitator.md", "benchmarks/RESULTS.md")
@@ -91,6 +98,7 @@ def front_page(root: Path) -> str:
             f"keep that heading, or change README_INTRO_END in {Path(__file__).name}.",
         )
     pages = "\n".join(str(Path(page).with_suffix("")) for page in PAGES)
+    chapters = f"notebooks/{CHAPTER_PATTERN.removesuffix('.ipynb')}"
     return f"""{intro.rstrip()}
 
 ## About this site
@@ -106,7 +114,7 @@ folded under it.
 :maxdepth: 1
 :glob:
 
-notebooks/*
+{chapters}
 ```
 
 ```{{toctree}}
