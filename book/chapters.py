@@ -30,7 +30,8 @@ class Exercise:
     """One exercise's check cell: ``ch04.check_2(limiter_2)`` asks for ``limiter_2``."""
 
     cell: int  # index of the check's code cell in the notebook
-    number: str  # "2" of check_2
+    number: int  # its place among the chapter's exercises, as the chapter numbers them
+    check: str  # "ch04.check_2": chapters that share a module (02a, 02b) number checks apart
     solutions: str  # "ch04": the module in notebooks/solutions/
     answer: str  # the name the learner defines, and the solution module defines
 
@@ -123,8 +124,9 @@ class Chapter:
                     and node.args
                     and isinstance(node.args[0], ast.Name)
                 ):
-                    number = node.func.attr.removeprefix("check_")
-                    found.append(Exercise(index, number, node.func.value.id, node.args[0].id))
+                    module, answer = node.func.value.id, node.args[0].id
+                    check = f"{module}.{node.func.attr}"
+                    found.append(Exercise(index, len(found) + 1, check, module, answer))
         return found
 
     def _trees(self) -> list[tuple[int, ast.Module]]:
@@ -206,7 +208,7 @@ def solution_source(solutions: Path, exercise: Exercise, chapter: Chapter) -> st
     if not solutions.exists():
         raise CourseError(
             f"{chapter.path.name}: exercise {exercise.number} is checked by "
-            f"{exercise.solutions}, but {solutions} does not exist.",
+            f"{exercise.check}, but {solutions} does not exist.",
             f"add the solutions to {solutions}, as the other chapters do.",
         )
     text = solutions.read_text(encoding="utf-8")
@@ -219,7 +221,8 @@ def solution_source(solutions: Path, exercise: Exercise, chapter: Chapter) -> st
             assert node.end_lineno is not None
             return "\n".join(lines[first - 1 : node.end_lineno])
     raise CourseError(
-        f"{chapter.path.name}: exercise {exercise.number} asks for `{exercise.answer}`, "
+        f"{chapter.path.name}: exercise {exercise.number} ({exercise.check}) asks for "
+        f"`{exercise.answer}`, "
         f"which {solutions} does not define.",
         f"define `{exercise.answer}` in {solutions} (tests/test_exercises*.py check it).",
     )

@@ -268,6 +268,12 @@ def test_collapsed_cells_solutions_and_widgets_are_folded_or_pictured(site: Path
         assert page.count("cfs-solution") == len(exercises), path.name
         for exercise in exercises:
             assert f"Show a solution to exercise {exercise.number}" in page.text, path.name
+            # the number the chapter's own check prints for it, where the reader sees it
+            outputs = notebook["cells"][exercise.cell]["outputs"]
+            said = " ".join(
+                str(o.get("data", {}).get("text/plain", o.get("text"))) for o in outputs
+            )
+            assert f"Exercise {exercise.number}:" in said, f"{path.name}: {exercise}"
         assert page.count("cfs-widget-snapshot") == widgets, path.name
         text = html_path.read_text()
         assert WIDGET_VIEW not in text and "jupyter-widgets" not in text, path.name
@@ -380,24 +386,32 @@ def test_a_solution_is_its_definition_with_the_comments_above_it(tmp_path: Path)
         "# Second line.\n@staticmethod\ndef limiter_2(x):\n    return x\n\nafter = 3\n"
     )
     chapter = _chapter("04_q")
-    source = solution_source(solutions, Exercise(3, "2", "ch04", "limiter_2"), chapter)
+    source = solution_source(
+        solutions, Exercise(3, 2, "ch04.check_2", "ch04", "limiter_2"), chapter
+    )
     assert source == (
         "# Why: the larger of two.\n# Second line.\n@staticmethod\ndef limiter_2(x):\n    return x"
     )
     with pytest.raises(CourseError, match="does not define"):
-        solution_source(solutions, Exercise(3, "3", "ch04", "missing"), chapter)
+        solution_source(solutions, Exercise(3, 3, "ch04.check_3", "ch04", "missing"), chapter)
     with pytest.raises(CourseError, match="does not exist"):
-        solution_source(tmp_path / "ch09.py", Exercise(3, "1", "ch09", "answer_1"), chapter)
+        solution_source(
+            tmp_path / "ch09.py", Exercise(3, 1, "ch09.check_1", "ch09", "answer_1"), chapter
+        )
 
 
 def test_exercises_are_found_by_their_check_calls() -> None:
     chapter = _chapter(
-        "04_q",
-        "from helpers.exercises import ch04",
-        "print(ch04.SCHEDULE)\nlimiter_2 = None\nch04.check_2(limiter_2)",
+        "02a_q",
+        "from helpers.exercises import ch02",
+        "print(ch02.SCHEDULE)\nanswer_store = None\nch02.check_5(answer_store)",
         "other.check_1(answer)  # not an exercise module",
+        "schedule = None\nch02.check_3(schedule)",
     )
-    assert chapter.exercises == [Exercise(2, "2", "ch04", "limiter_2")]
+    assert chapter.exercises == [  # numbered as the chapter numbers them, not by their checks
+        Exercise(2, 1, "ch02.check_5", "ch02", "answer_store"),
+        Exercise(4, 2, "ch02.check_3", "ch02", "schedule"),
+    ]
 
 
 def test_widgets_become_their_stored_values() -> None:
