@@ -130,7 +130,7 @@ def plot_pace(runs: Sequence[PaceRun]) -> Picture:
             wait_ax.plot(times, waits, label=f"{what}: {total:.1f} s", color=f"C{index + 2}",
                          linestyle=("-", "--", ":")[index])  # fmt: skip
         wait_ax.legend(title="bucket: waited in all", fontsize=TEXT, title_fontsize=TEXT,
-                       loc="upper left")  # fmt: skip
+                       loc="best")  # fmt: skip
         for at, _ in run.marks:
             for ax in (depth_ax, rate_ax, wait_ax):
                 ax.axvline(at - run.start, color="grey", linestyle=":")
