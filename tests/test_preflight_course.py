@@ -64,12 +64,12 @@ def test_an_attendee_missing_one_binding_and_a_wrong_server_are_problems(
         assert preflight.main(["--kubeconfig", str(config)]) == 0, capsys.readouterr().out
         assert f"(attendee {name} mode)" in capsys.readouterr().out
         kubernetes.client.RbacAuthorizationV1Api(api).delete_namespaced_role_binding(
-            workshop.ROLE, f"{name}-ch08-production"
+            workshop.ROLE, f"{name}-ch08b-shipping"
         )
         assert preflight.main(["--kubeconfig", str(config)]) == 1
         out = capsys.readouterr().out
         row = next(line for line in out.splitlines() if line.startswith("permissions (in"))
-        assert "PROBLEM" in row and f"in {name}-ch08-production" in row, out
+        assert "PROBLEM" in row and f"in {name}-ch08b-shipping" in row, out
         assert f"in {name}-ch07" not in row  # only the namespace that lost its binding
         assert "next step: ask the facilitator" in out
     finally:
