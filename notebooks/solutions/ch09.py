@@ -61,11 +61,18 @@ def test_3(controller_class: type[FooController]) -> None:
 def test_4(
     controller_class: type[FooController], api: kubernetes.client.ApiClient, namespace: str
 ) -> None:
-    """The Foo's status follows its Deployment's available replicas (kwok makes Pods ready)."""
+    """The Foo's status follows its Deployment's available replicas.
+
+    envtest could not answer this: there, no Pod ever becomes available. Here
+    kube-controller-manager makes the Pods and kwok makes them Ready; once the
+    Deployment reports 2 available, the Foo must say so too, soon.
+    """
     with ControllerUnderTest(api, namespace, controller_class=controller_class, run="ex4") as run:
         run.create_foo("follows", 2)
-        run.wait_until(
-            lambda: ((run.foo("follows") or {}).get("status") or {}).get("availableReplicas") == 2,
-            "Foo follows to report 2 available replicas",
-            timeout=20,
-        )
+        run.wait_converged("follows")
+
+        def available(obj: dict | None) -> int | None:
+            return ((obj or {}).get("status") or {}).get("availableReplicas")
+
+        run.wait_until(lambda: available(run.deployment("follows-deployment")) == 2, "Pods")
+        run.wait_until(lambda: available(run.foo("follows")) == 2, "the Foo to follow", timeout=10)
