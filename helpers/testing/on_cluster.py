@@ -26,6 +26,7 @@ import kubernetes
 from kubernetes.client.exceptions import ApiException
 
 from helpers.apierrors import explain
+from helpers.backoff import Backoff
 from helpers.clock import StopEvent
 from helpers.controller import (
     FOO_GROUP,
@@ -204,7 +205,9 @@ class ControllerUnderTest:
             self.changed.notify_all()
 
     def _view(self, list_watch: ListWatch) -> SharedInformer:
-        informer = SharedInformer(list_watch, name=f"{self.run}-test-view")
+        # Back on its feet soon after an API server restart: a test waits on this view.
+        quick = Backoff(initial=0.1, cap=1.0)
+        informer = SharedInformer(list_watch, name=f"{self.run}-test-view", backoff=quick)
         informer.add_event_handler(
             on_add=lambda obj, _initial: self._saw(obj),
             on_update=lambda _old, new: self._saw(new),
