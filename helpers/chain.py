@@ -21,6 +21,7 @@ changes into a table whose text is the same from run to run.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import threading
@@ -895,21 +896,51 @@ def summary(changes: Sequence[Change]) -> list[Row]:
 TIME_WIDTH = len("t+999.999s")
 
 
-def table(rows: Sequence[Row]) -> str:
+HEADER = ("step", "time", "object", "change", "actor", "how we know")
+
+
+class Table(str):
+    """The table as aligned text, which Jupyter shows as an HTML table instead.
+
+    Its text is as wide as its longest row (about 170 characters), wider than a laptop's
+    notebook column; an HTML table wraps inside its cells, at words. The text stays for
+    everything else (``print``, GitHub's view of a saved notebook, nbval).
+    """
+
+    cells: list[tuple[str, ...]]
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        def row(cells: Sequence[str], tag: str) -> str:
+            return "<tr>" + "".join(
+                f'<{tag} style="text-align: left">{html.escape(c)}</{tag}>' for c in cells
+            ) + "</tr>"  # fmt: skip
+
+        body = "".join(row(cells, "td") for cells in self.cells)
+        return f"<table><thead>{row(HEADER, 'th')}</thead><tbody>{body}</tbody></table>"
+
+
+def table(rows: Sequence[Row]) -> Table:
     """The rows as aligned text; times as ``t+1.234s``, seconds since the recorder started.
 
     The time column is ``TIME_WIDTH`` wide (wider only after 1000 s), so the header does
     not move when a slow run reaches t+10.000s; a checker that ignores the times must also
-    ignore the spaces after them (tests/nbval-sanitize.cfg does).
+    ignore the spaces after them (tests/nbval-sanitize.cfg does). In Jupyter it shows as an
+    HTML table (:class:`Table`).
     """
-    header = ("step", "time", "object", "change", "actor", "how we know")
     lines = [
         (str(row.step), f"t+{row.at:.3f}s", row.what, row.change, row.actor, row.evidence)
         for row in rows
     ]
-    widths = [max(len(line[i]) for line in [header, *lines]) for i in range(len(header))]
+    widths = [max(len(line[i]) for line in [HEADER, *lines]) for i in range(len(HEADER))]
     widths[1] = max(widths[1], TIME_WIDTH)
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-        for line in [header, *lines]
+    text = Table(
+        "\n".join(
+            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+            for line in [HEADER, *lines]
+        )
     )
+    text.cells = lines
+    return text
