@@ -818,6 +818,7 @@ class ReconcileTimeline:
         self.notes: list[Note] = []
         self.frames = 0
         self._span: tuple[float, float] | None = None  # fixed by freeze()
+        self._last_start: float | None = None  # fixed by freeze_on(): show no sync begun later
         self._busy = 0.0  # seconds spent drawing
         self._frame_times: list[float] = []
         # Laid out in inches, top to bottom: title, lanes, queue strip, its axis label, legend,
@@ -864,6 +865,7 @@ class ReconcileTimeline:
     def freeze(self, since: float = 0.0, until: float | None = None) -> None:
         """The final picture shows from ``since`` to ``until`` (default: now)."""
         self._span = (since, self.recorder.now() if until is None else until)
+        self._last_start = None
 
     def freeze_on(self, syncs: Sequence[Sync], *, margin: float = 0.08) -> None:
         """The final picture shows exactly these syncs, which must have ended (and whatever else
@@ -874,6 +876,7 @@ class ReconcileTimeline:
         last = max(s.end(0.0) for s in syncs)
         pad = max((last - first) * margin, 0.005)
         self._span = (first - pad, last + pad)
+        self._last_start = max(s.started for s in syncs)  # a sync begun later is not theirs
 
     def note(self, sync: Sync, text: str) -> None:
         """Pin ``text`` to ``sync``'s bar (a sentence in the picture, with an arrow)."""
@@ -911,6 +914,8 @@ class ReconcileTimeline:
             right = max(now, 0.5)
             left = max(0.0, right - self.window) if self.window else 0.0
         syncs, events = self.recorder.syncs(), self.recorder.events()
+        if self._last_start is not None:
+            syncs = [s for s in syncs if s.started <= self._last_start]
         controller = self.recorder.controller
         workers = [t.name for t in controller.worker_threads] if controller is not None else []
         for artist in self._artists:

@@ -331,6 +331,7 @@ def test_freeze_on_shows_the_syncs_it_is_given_and_the_title_counts_what_overlap
         Sync("w-1", "ns/a", 2.5, 3.0, FAILED, "boom"),
         Sync("w-2", "ns/b", 0.0, 1.2, SKIPPED),  # overlaps the span's left edge
         Sync("w-2", "ns/b", 9.0, 9.5, SYNCED),  # after it
+        Sync("w-2", "ns/c", 3.02, 3.1, SYNCED),  # begun in the right margin, after the last one
     ]
     picture = ReconcileTimeline(recorder, caption="c", title="t", show=False)
     with pytest.raises(ValueError, match="ended"):

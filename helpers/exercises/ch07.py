@@ -246,6 +246,12 @@ def check_3(
         try:
             bind(core, namespace, name, node)
         except ApiException as err:
+            if err.status == 403:  # the account may not: the answer cannot be judged here
+                return CannotCheck(
+                    "3",
+                    f"this account may not do that here ({explain(err)}); a workshop attendee "
+                    "may not create Bindings: compare with notebooks/solutions/ch07.py",
+                )
             return wrong("3", f"the API server refused it: {explain(err)}")
         except Exception as err:
             return wrong("3", f"bind raised {type(err).__name__}: {err}")
