@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers.namespaces import ensure_namespace
 from helpers.reconcile import Bench, Foos
 from helpers.timeline import ReconcileTimeline
 
@@ -37,6 +36,10 @@ class Playground:
         show: bool | None = None,
     ) -> None:  # fmt: skip
         import ipywidgets
+
+        # Here, not at the top: the namespaces' module knows where the course keeps its files,
+        # and a widget module should not load that on import (tests/test_import_direction.py).
+        from helpers.namespaces import ensure_namespace
 
         ensure_namespace(bench.api, bench.namespace)  # after Run All, the chapter deleted it
         self.bench = bench
