@@ -278,11 +278,12 @@ def run_chapter(browser: Any, lab: str, chapter: str, limit: float) -> Run:
 
 TIMELINES_06 = 10
 """Live timelines chapter 06 shows (each left as a static PNG), the playground's among them."""
-LONG_CELLS_06 = 4
-"""Chapter 06's pictures whose cells last, by the mechanism they show, many times the
-timeline's 0.4 s refresh on any machine: eight retries backing off from 5 ms to 0.64 s (1.3 s
-in all), forty failures paced by a bucket of 5 a second (over 4 s), thirty status writes paced by
-the client's bucket (over 4 s), and the playground, live across three cells."""
+LONG_CELLS_06 = 3
+"""Chapter 06's pictures whose cells last, by the mechanism they show, at least 4 s on any
+machine: forty failures paced by a bucket of 5 a second after a burst of 10 (6 s), thirty status
+writes paced by the client's bucket of 5 a second after its burst of 10 (4 s), and the
+playground, live across three cells. A frame is due every 0.4 s; rendering one takes up to 2 s
+on a loaded 2-core machine (measured): each of these gets at least one frame while it runs."""
 
 
 @pytest.mark.cluster
