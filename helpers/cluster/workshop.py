@@ -67,15 +67,20 @@ CLUSTER_RULES = [
 ]
 # Inside the attendee's own namespaces: every verb on what the chapters make there. Named, not
 # "*": RBAC checks a namespace's own DELETE against rules in that namespace, so "*" on "*" would
-# let attendees delete their namespaces, which they could not create again.
+# let attendees delete their namespaces, which they could not create again. For the same reason
+# Roles get the ordinary verbs only: "escalate" and "bind" would let an attendee write a Role
+# granting what they do not hold (say, DELETE on their namespace) and bind it to themselves;
+# without them the API server lets a Role grant only what its author already may do.
+ROLE_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
 NAMESPACE_RULES = [
     {"apiGroups": [""], "verbs": ["*"], "resources": [
         "configmaps", "podtemplates", "pods", "pods/log", "pods/status", "pods/eviction",
-        "events", "serviceaccounts", "serviceaccounts/token", "secrets", "services", "endpoints"]},
+        "pods/binding", "events", "serviceaccounts", "serviceaccounts/token", "secrets",
+        "services", "endpoints"]},
     {"apiGroups": ["apps", "samplecontroller.k8s.io", "coordination.k8s.io", "events.k8s.io",
                    "discovery.k8s.io"], "resources": ["*"], "verbs": ["*"]},
     {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
-     "verbs": ["*"]},
+     "verbs": ROLE_VERBS},
 ]  # fmt: skip
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
