@@ -1,6 +1,6 @@
 """Act as a service account with exactly the permissions you give it.
 
-Chapter 08 shows what least privilege looks like for a controller, and what a
+Chapter 08b shows what least privilege looks like for a controller, and what a
 403 on a watch does to an informer. :func:`service_account_client` creates a
 ServiceAccount, a Role with the given rules and a RoleBinding, asks the API
 server for a short-lived token (the TokenRequest API), and returns an API

@@ -38,6 +38,7 @@ from book.build import DEFAULT_OUT, _check_replaceable
 from book.chapters import CHAPTER_PATTERN, Chapter, Exercise, needs, solution_source
 from book.stage import copy_linked_files, describe_widget, for_the_book
 from helpers.errors import CourseError
+from tests.chromium import launched
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob(CHAPTER_PATTERN))
@@ -483,57 +484,31 @@ def test_the_build_replaces_only_an_earlier_book(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- in a browser
 
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
-ENABLE = (
-    "install Chromium (`apt-get install chromium`, or set CFS_CHROMIUM to a Chromium binary) "
-    "to run them"
-)
 WIDTHS = (375, 1920)
 WIDE, WIDE_COLUMN = 1600, 1024  # from this window width on, pictures up to 1,024 px keep their size
 PHONE = 800  # below this width the chapter list hides behind a menu button
 
 
-def _chromium() -> str | None:
-    """The Chromium to drive, found as tests/test_browser.py finds it."""
-    named = os.environ.get("CFS_CHROMIUM")
-    if named:
-        return named if Path(named).exists() else None
-    return next((path for name in CHROMIUM_NAMES if (path := shutil.which(name))), None)
-
-
-def _browser_problem() -> str | None:
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "Playwright is not installed (`make setup` installs it from requirements.txt)"
-    if _chromium() is None:
-        return "no Chromium was found"
-    return None
-
-
 def _pictured_chapters(count: int = 3) -> list[Path]:
-    """The chapters with the most stored pictures: the pages a browser has most to check on."""
+    """The chapters with the most stored pictures among those with collapsed cells: the pages a
+    browser has most to check on (pictures, and cells that must stay collapsed)."""
 
     def pictures(path: Path) -> int:
         cells = _load(path)["cells"]
         return sum("image/png" in o.get("data", {}) for c in cells for o in c.get("outputs", []))
 
-    return sorted(CHAPTERS, key=lambda path: (-pictures(path), path.name))[:count]
+    def collapsed(path: Path) -> bool:
+        cells = _load(path)["cells"]
+        return any(c["metadata"].get("jupyter", {}).get("source_hidden") for c in cells)
+
+    candidates = [path for path in CHAPTERS if collapsed(path)]
+    return sorted(candidates, key=lambda path: (-pictures(path), path.name))[:count]
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    problem = _browser_problem()
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the browser tests must run in CI, but {problem}; {ENABLE}")
-        pytest.skip(f"browser tests of the book skipped: {problem}; {ENABLE}")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
-        yield launched
-        launched.close()
+    with launched("the browser tests of the book") as chromium_browser:
+        yield chromium_browser
 
 
 @pytest.fixture(scope="module")

@@ -38,18 +38,14 @@ from typing import Any
 
 import pytest
 
+from tests.chromium import ENABLE, launched, unavailable
+
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = secrets.token_urlsafe(32)
 """This run's JupyterLab token: made afresh, so no other user of the machine can guess it."""
 # The execution indicator of the notebook on show (hidden tabs have one too).
 IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle'] >> visible=true"
 BUSY = ".jp-Notebook-ExecutionIndicator[data-status='busy'] >> visible=true"
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
-ENABLE = (
-    "install Chromium (`apt-get install chromium`, or set CFS_CHROMIUM to a Chromium binary) "
-    "to run them"
-)
-
 # Notes every change of a widget image's src: the time, which widget, the kernel's state then.
 WATCH_FRAMES = """
 () => {
@@ -74,25 +70,6 @@ WATCH_FRAMES = """
 """
 
 
-def chromium() -> str | None:
-    """The Chromium to drive: $CFS_CHROMIUM, else the first one on PATH."""
-    named = os.environ.get("CFS_CHROMIUM")
-    if named:
-        return named if Path(named).exists() else None
-    return next((path for name in CHROMIUM_NAMES if (path := shutil.which(name))), None)
-
-
-def unavailable() -> str | None:
-    """Why the browser tests cannot run here, or None."""
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "Playwright is not installed (`make setup` installs it from requirements.txt)"
-    if chromium() is None:
-        return "no Chromium was found"
-    return None
-
-
 PROBLEM = unavailable()
 if PROBLEM is not None and os.environ.get("CI") != "true":  # one line in the summary in all
     pytest.skip(f"browser tests skipped: {PROBLEM}; {ENABLE}", allow_module_level=True)
@@ -100,14 +77,8 @@ if PROBLEM is not None and os.environ.get("CI") != "true":  # one line in the su
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if PROBLEM is not None:
-        pytest.fail(f"the browser tests must run in CI, but {PROBLEM}; {ENABLE}")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
-        yield launched
-        launched.close()
+    with launched("the browser tests") as chromium_browser:
+        yield chromium_browser
 
 
 @pytest.fixture(scope="module")
