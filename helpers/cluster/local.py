@@ -339,11 +339,12 @@ class LocalCluster:
 
     # -- one component at a time (failure drills, and reviving) -----------------
 
-    def stop_component(self, component: str) -> None:
+    def stop_component(self, component: str, *, grace: float = 10.0) -> None:
         """Stop one component (say ``kube-apiserver``) and leave the rest running.
 
-        A component that is not running, or whose pid now belongs to another
-        program, is left as it is.
+        SIGTERM, then SIGKILL after ``grace`` seconds (``grace=0``: SIGKILL at
+        once); returns when the process has exited. A component that is not
+        running, or whose pid now belongs to another program, is left as it is.
         """
         if component not in self._component_names():
             raise CourseError(
@@ -352,7 +353,7 @@ class LocalCluster:
             )
         identity = self._running().get(component)
         if identity is not None:
-            processes.stop([identity])
+            processes.stop([identity], grace=grace)
 
     def start_component(self, component: str) -> int:
         """Start a stopped component again with the command line kwokctl gave it; return its pid.

@@ -308,11 +308,13 @@ class ControllerUnderTest:
         self._stop.set()
         if self._runner is not None:
             self._runner.join(TIMEOUT)
-        if self._runner is not None and not self._runner.is_alive():
-            self._delete_foos()
-        for view in (self.foos_seen, self.deployments_seen):
-            view.stop()
         views = (self.foos_seen, self.deployments_seen)
+        try:
+            if self._runner is not None and not self._runner.is_alive():
+                self._delete_foos()
+        finally:  # the view's threads stop even when the API server refused the deletes
+            for view in views:
+                view.stop()
         alive = [view.name for view in views if not view.join(TIMEOUT)]
         if self._runner is not None and self._runner.is_alive():
             alive.append(self._runner.name)
