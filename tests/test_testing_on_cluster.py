@@ -85,10 +85,38 @@ def test_scale_is_seen_before_it_returns_and_resync_returns_the_next_sync(
         run.scale_foo("web", 3)
         assert run.foo("web")["spec"]["replicas"] == 3, "the view was behind the write"
         run.wait_converged("web")
+        # Converged means a status, not the last one: the Deployment's Pods become available
+        # one by one, and each step is an event that queues the Foo again. Wait until the
+        # Deployment has settled and the controller's caches hold what the test sees.
+        run.wait_until(lambda: settled(run, "web", 3), "Foo web and its Deployment to settle")
+        run.wait_handled()
         again = run.resync("web")
         assert again.finished and again.error is None
         assert [verb for verb, _, _ in again.writes] == ["update Foo status", "Event Synced"]
-        assert run.wait_handled() == 0
+        assert run.wait_handled() == 0  # its status write changed nothing: no event, no sync
+
+
+def settled(run: ControllerUnderTest, name: str, replicas: int) -> bool:
+    """Foo ``name``'s Deployment has all ``replicas`` available, the Foo says so, and the
+    controller's caches are at the same resourceVersions as the test's view."""
+    foo, deployment = run.foo(name), run.deployment(f"{name}-deployment")
+    if foo is None or deployment is None:
+        return False
+    status = deployment.get("status") or {}
+    done = status.get("observedGeneration") == deployment["metadata"]["generation"] and all(
+        status.get(field) == replicas
+        for field in ("replicas", "updatedReplicas", "availableReplicas")
+    )
+    reported = (foo.get("status") or {}).get("availableReplicas") == replicas
+    caches = run.controller.foo_informer.indexer, run.controller.deployment_informer.indexer
+    seen = [cache.get_by_key(run.key(obj["metadata"]["name"])) for cache, obj in
+            zip(caches, (foo, deployment), strict=True)]  # fmt: skip
+    current = all(
+        cached is not None
+        and cached["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+        for cached, obj in zip(seen, (foo, deployment), strict=True)
+    )
+    return done and reported and current
 
 
 def test_two_controllers_in_one_namespace_each_sync_only_their_own_foos(
