@@ -4,7 +4,7 @@ Ours and the official client's SharedInformer, side by side, on the same
 cluster with the same service account. Not a test: the result is recorded in
 benchmarks/RESULTS.md. Needs the course's cluster (``make up``).
 
-Run: .venv/bin/python benchmarks/forbidden_watch.py [--seconds 20]
+Run: .venv/bin/python -m benchmarks.forbidden_watch [--seconds 20]
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def main() -> None:
     namespaces.fresh_namespace(api, NAMESPACE)
     client = service_account_client(api, NAMESPACE, "list-only", LIST_ONLY)
     results = [ours(client, args.seconds), official(client, args.official_seconds)]
-    kubernetes.client.CoreV1Api(api).delete_namespace(NAMESPACE)
+    namespaces.delete_namespace(api, NAMESPACE)
     print(json.dumps(results, indent=2))
 
 
