@@ -70,6 +70,8 @@ WORKERS = re.compile(r'Starting workers"? count=(\d+)')
 """Both log the number of workers as they start them (ours: ``count=2``; klog: ``count=2``)."""
 CLIENT_PACING = re.compile(r'"Client pacing" qps=([\d.]+) burst=(\d+) perAPIGroup=(\d+)')
 """sample-controller-paced's report of its REST clients' rate limiter."""
+SYNCED = "Successfully synced"
+"""What both controllers log after each sync that succeeded."""
 CONVERGE_SECONDS = 900.0
 WORKER_COUNT = 2
 """sample-controller's ``controller.Run(ctx, 2)``; ours is given the same."""
@@ -136,9 +138,16 @@ class Controller:
     namespaced: bool  # takes --namespace (ours); sample-controller watches every namespace
 
     def ran_with(self, log: str, pacing: Pacing) -> dict[str, Any]:
-        """Workers and client pacing, as the log says (else as the command line set them)."""
+        """Workers and client pacing, as the log says (else as the command line set them).
+
+        Also ``syncs``: how many syncs succeeded (both log each one), which
+        says whether the two did the same amount of work.
+        """
         workers = WORKERS.search(log)
-        found: dict[str, Any] = {"workers": int(workers.group(1)) if workers else None}
+        found: dict[str, Any] = {
+            "workers": int(workers.group(1)) if workers else None,
+            "syncs": log.count(SYNCED),
+        }
         reported = CLIENT_PACING.search(log)
         if reported:
             found |= {"qps": float(reported.group(1)), "burst": int(reported.group(2)),
@@ -230,7 +239,8 @@ def run_once(
         wall = time.monotonic() - started
     finally:
         stopping = time.monotonic()
-        stop_process(process)
+        process.kill()  # the run is over: how it ends is not measured, so it is not waited for
+        process.wait()
         clear(api, namespace)
     return {
         "namespace": namespace,

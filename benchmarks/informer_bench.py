@@ -262,7 +262,7 @@ def measure_events(impl: str, namespace: str, since: str, events: int) -> dict[s
                 response.release_conn()
 
     recorder.start()
-    started = time.perf_counter()
+    cpu, started = time.process_time(), time.perf_counter()
     if impl.startswith("ours"):
         # No indexes, as informerbench's events informer (cache.Indexers{}); the
         # default transform strips managedFields, as informerbench's -strip.
@@ -281,13 +281,14 @@ def measure_events(impl: str, namespace: str, since: str, events: int) -> dict[s
         informer.add_event_handler("MODIFIED", lambda obj: count())
         informer.start()
     finished = done.wait(300)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     connection = recorder.fields()
     if impl.startswith("ours"):
         informer.stop()  # see measure_sync for why the official one is left to exit
     assert finished, f"{impl}: only {counter['n']} of {events} events arrived"
     return {"impl": impl, "events": events, "seconds": round(elapsed, 3),
-            "events_per_second": round(events / elapsed), **connection}  # fmt: skip
+            "events_per_second": round(events / elapsed), "client_cpu_seconds": round(cpu, 3),
+            **connection}  # fmt: skip
 
 
 # -- the wire alone: bytes read as ours reads them, nothing decoded ---------------------------

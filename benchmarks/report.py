@@ -303,6 +303,13 @@ def render_sync(results: dict[str, Any], count: int) -> list[str]:
     best = fastest(times, GO_JSON_HTTP1)
     runs = max(len(values) for values in times.values())
     share = next((row["updated_objects"] for row in rows if "updated_objects" in row), None)
+    smaller = [other for other in sync_counts(results) if other < count]
+    grown = (
+        f" The namespace is the one of the {smaller[-1]:,}-object table, grown to this size (the "
+        "objects updated there carry one more key)."
+        if smaller
+        else ""
+    )
     lines = [
         f"## Initial sync of {rows[0]['objects']:,} ConfigMaps", "",
         f"Time from start until HasSynced (client-go's polled every millisecond); {runs} runs "
@@ -314,7 +321,7 @@ def render_sync(results: dict[str, Any], count: int) -> list[str]:
         + "Every client-go row strips managedFields as ours does. *stream* fills the cache with "
         "a watch (`sendInitialEvents=true`, client-go's default since 1.35); *list* sets "
         "`KUBE_FEATURE_WatchListClient=false` (a paginated LIST, as ours). *HTTP* is the "
-        "version the requests went over, as the client saw it.", "",
+        f"version the requests went over, as the client saw it.{grown}", "",
         f"| informer | HTTP | sync time (runs) | median | vs {best} | vs {GO_DEFAULT} "
         "| memory per object after the sync | after the updates | peak RSS |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -349,7 +356,8 @@ def render_events(results: dict[str, Any]) -> list[str]:
     if not rows:
         return []
     rates = by_impl(rows, "events_per_second")
-    server = server_micros_per_event(rows)
+    server = micros_per_event(rows, "server_cpu_seconds")
+    client = micros_per_event(rows, "client_cpu_seconds")
     count, runs = rows[0]["events"], max(len(values) for values in rates.values())
     reference = median(rates[GO_EVENTS_JSON_HTTP1]) if GO_EVENTS_JSON_HTTP1 in rates else 0.0
     replays = results.get("event_updates") or [{}]
@@ -364,18 +372,19 @@ def render_events(results: dict[str, Any]) -> list[str]:
         "lock, or in Go a mutex) from the informer's start until the last update reached the "
         "handler. Every client-go row strips managedFields as ours does. client-go lists at an "
         "exact resourceVersion only with streaming lists off, so every client-go row is *list*. "
-        "*API server CPU* is the kube-apiserver process's CPU time during the run, per event "
-        "(median; it includes whatever else the server did meanwhile).", "",
+        "*Client CPU* is the client process's CPU time during the run (every thread), and "
+        "*API server CPU* the kube-apiserver process's, per event (medians; the server's "
+        "includes whatever else it did meanwhile).", "",
         f"| informer | HTTP | events per second (runs) | median | vs {GO_EVENTS_JSON_HTTP1} "
-        "| API server CPU per event |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| client CPU per event | API server CPU per event |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]  # fmt: skip
     for impl, values in read_only_last(rates).items():
-        cost = f"{server[impl]:.0f} µs" if impl in server else "-"
+        costs = [f"{found[impl]:.1f} µs" if impl in found else "-" for found in (client, server)]
         lines.append(
             f"| {NAMES.get(impl, impl)} | {protocols(rows, impl)} "
             f"| {' / '.join(f'{v:,}' for v in values)} | **{median(values):,.0f}** "
-            f"| {ratio(median(values), reference)} | {cost} |"
+            f"| {ratio(median(values), reference)} | {' | '.join(costs)} |"
         )
     read = [row for row in rows if row["impl"] in READ_ONLY]
     if read:
@@ -393,9 +402,9 @@ def render_events(results: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def server_micros_per_event(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Median API server CPU microseconds per event, by implementation (rows that have it)."""
-    found = by_impl(rows, "server_cpu_seconds")
+def micros_per_event(rows: list[dict[str, Any]], field: str) -> dict[str, float]:
+    """Median CPU microseconds per event in ``field``, by implementation (rows that have it)."""
+    found = by_impl(rows, field)
     events = {row["impl"]: row["events"] for row in rows}
     return {impl: median(values) / events[impl] * 1e6 for impl, values in found.items()}
 
@@ -411,27 +420,32 @@ def render_controllers(results: dict[str, Any]) -> list[str]:
         "namespace; wall time until every Foo's `status.availableReplicas` is right "
         "(benchmarks/controller_bench.py). Both use sample-controller's workqueue rate limiter "
         "(`helpers.controller.foo_rate_limiter` copies it) and write Events from a thread of "
-        "their own. *Workers* are as each controller logged them; *QPS / burst* is each API "
-        "group's token bucket, as sample-controller logged it (its clients' limiters, read "
-        "back) and as ours was started (ours paces per API group, `helpers.throttle`). "
-        "sample-controller runs its own controller.go with a main.go that takes the pacing as "
-        "flags (benchmarks/go/_paced-sample-controller).", "",
-        "| pacing | controller | workers | QPS / burst | wall time (runs) | median (spread) "
-        "| vs sample-controller |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "their own. *Syncs* are the syncs that succeeded, counted in each controller's log "
+        "(both log every one). *Workers* are as each controller logged them; *QPS / burst* is "
+        "each API group's token bucket, as sample-controller logged it (its clients' "
+        "limiters, read back) and as ours was started (ours paces per API group, "
+        "`helpers.throttle`). sample-controller runs its own controller.go with a main.go "
+        "that takes the pacing as flags (benchmarks/go/_paced-sample-controller).", "",
+        "| pacing | controller | workers | QPS / burst | syncs (median) | wall time (runs) "
+        "| median (spread) | vs sample-controller |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]  # fmt: skip
     for pacing in dict.fromkeys(row["pacing"] for row in rows):
         chosen = [row for row in rows if row["pacing"] == pacing]
         walls: dict[str, list[float]] = {}
+        syncs: dict[str, list[int]] = {}
         for row in chosen:
             walls.setdefault(row["controller"], []).append(row["wall_seconds"])
+            if "syncs" in row:
+                syncs.setdefault(row["controller"], []).append(row["syncs"])
         reference = median(walls.get("sample-controller", [0.0]))
         for name, values in walls.items():
             row = next(row for row in chosen if row["controller"] == name)
             qps = f"{row['qps']:g}" if "qps" in row else "?"
+            synced = f"{median(syncs[name]):,.0f}" if name in syncs else "-"
             lines.append(
                 f"| {pacing} | {name} | {row.get('workers', '?')} | {qps} / "
-                f"{row.get('burst', '?')} | {', '.join(f'{v:.1f}' for v in values)} s "
+                f"{row.get('burst', '?')} | {synced} | {', '.join(f'{v:.1f}' for v in values)} s "
                 f"| **{median(values):.1f} s** ({min(values):.1f}-{max(values):.1f}) "
                 f"| {ratio(median(values), reference)} |"
             )

@@ -9,11 +9,13 @@ compare like with like on a shared machine:
    :mod:`helpers.fastjson` swap), the official Python client, client-go over
    JSON at HTTP/1.1 and HTTP/2 and over protobuf, and the same watch read with
    nothing decoded (benchmarks/informer_bench.py);
-3. a cProfile of where our time goes in that workload (benchmarks/profile_informer.py);
+3. with ``--profile``, a cProfile of where our time goes in that workload
+   (benchmarks/profile_informer.py);
 4. the initial sync, and memory per object right after it and after a fifth of
    the objects were updated, at each ``--scale`` (every informer at
-   ``--count``, ours and client-go's JSON and default shapes at the others);
-5. the sync's cProfile;
+   ``--count``, ours and client-go's JSON and default shapes at the others),
+   in one namespace that grows from one count to the next;
+5. with ``--profile``, the sync's cProfile;
 6. deleting the benchmarks' namespaces again (``--keep-objects`` keeps them).
 
 Raw rows go to ``benchmarks/results.json``, saved after every step (a failure
@@ -153,10 +155,6 @@ class Steps:
         save(self.results)
 
 
-def scale_namespace(count: int, main_count: int) -> str:
-    return informer_bench.SYNC_NAMESPACE if count == main_count else f"bench-scale-{count}"
-
-
 def measure(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     from helpers import kube
     from helpers.cluster import gobuild
@@ -188,7 +186,7 @@ def measure(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     results["replay_fresh_seconds"] = informer_bench.REPLAY_FRESH_SECONDS
     steps.done("events", started)
 
-    if not args.skip_profile:
+    if args.profile:
         started = time.monotonic()
         results["profile"] = []
         for fast in (False, True):
@@ -196,11 +194,12 @@ def measure(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
                                           "--events", str(args.events))  # fmt: skip
         steps.done("events profile", started)
 
-    results["sync"], results["sync_updates"] = [], []
+    # One namespace grows from one count to the next: each object is made once (and deleted
+    # once), the costliest part of the run after the controllers' paced runs.
+    results["sync"] = []
+    namespace = create_namespace(api, informer_bench.SYNC_NAMESPACE)
     for count in sorted({args.count, *args.scale}):
         started = time.monotonic()
-        namespace = scale_namespace(count, args.count)
-        create_namespace(api, namespace)
         objects = configmaps.ensure(namespace, count)
         steps.done(f"{count:,} ConfigMaps made", started)
         started = time.monotonic()
@@ -213,7 +212,7 @@ def measure(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
         )  # fmt: skip
         results["sync"] += informer_bench.run_sync(runs, args.repeat, namespace, configmaps, count)
         steps.done(f"sync of {count:,}", started)
-        if everything and not args.skip_profile:
+        if everything and args.profile:
             started = time.monotonic()
             for fast in (False, True):
                 results["profile"] += profile("sync", fast, "--namespace", namespace)
@@ -221,8 +220,7 @@ def measure(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
 
     if not args.keep_objects:
         started = time.monotonic()
-        synced = [scale_namespace(count, args.count) for count in {args.count, *args.scale}]
-        remove = [informer_bench.EVENTS_NAMESPACE, *synced]
+        remove = [informer_bench.EVENTS_NAMESPACE, informer_bench.SYNC_NAMESPACE]
         remove_namespaces(api, remove, timeout=900)
         steps.done("namespaces deleted", started)
     return results
@@ -273,7 +271,8 @@ def parser() -> argparse.ArgumentParser:
         help="client pacings of the controller runs: 'default' or a QPS (default,50)",
     )  # fmt: skip
     parser.add_argument("--skip-controllers", action="store_true")
-    parser.add_argument("--skip-profile", action="store_true")
+    parser.add_argument("--profile", action="store_true",
+                        help="add a cProfile of our informer in both workloads")  # fmt: skip
     parser.add_argument("--render-only", action="store_true",
                         help="rewrite RESULTS.md and README.md from results.json")  # fmt: skip
     parser.add_argument(

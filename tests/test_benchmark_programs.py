@@ -161,12 +161,11 @@ def test_the_paced_sample_controller_paces_each_api_group_as_asked(
     finally:
         controller_bench.stop_process(process)
     sample = controller_bench.controllers(programs["sample-controller-paced"], pacing)[1]
-    assert sample.ran_with(log.read_text(), pacing) == {
-        "workers": 2,
-        "qps": qps or 5.0,
-        "burst": 10,
-        "token_buckets": 3,
-    }, log.read_text()
+    found = sample.ran_with(log.read_text(), pacing)
+    found.pop("syncs")  # it watches every namespace: another test's Foo may be there
+    assert found == {"workers": 2, "qps": qps or 5.0, "burst": 10, "token_buckets": 3}, (
+        log.read_text()
+    )
 
 
 def test_informerbench_says_what_is_missing() -> None:

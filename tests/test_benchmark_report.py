@@ -70,6 +70,7 @@ def results() -> dict[str, Any]:
     controllers = [
         {"controller": name, "pacing": pacing, "workers": 2, "qps": qps, "burst": 10,
          "foos": 200, "replicas": 1, "wall_seconds": wall, "repeat": repeat}
+        | ({"syncs": 400 + 10 * repeat} if name == "ours" else {})
         for pacing, qps, walls in [("default", 5.0, {"ours": [80.0, 81.0, 79.0],
                                                      "sample-controller": [80.5, 80.0, 90.0]}),
                                    ("QPS 50", 50.0, {"ours": [20.0, 22.0, 21.0],
@@ -173,7 +174,11 @@ def test_the_tables_name_each_rows_http_version_and_put_the_read_only_rows_last(
     assert "| (nothing kept) | - | - |" in text
     events = text[text.index("## Watch events") :]
     assert events.index(GO_PROTO) < events.index("JSON read as ours reads it")
-    assert f"| {GO_PROTO} | HTTP/2 | 100,000 / 100,000 | **100,000** | 2.86x | 7 µs |" in events
+    assert f"| {GO_PROTO} | HTTP/2 | 100,000 / 100,000 | **100,000** | 2.86x | - | 7.0 µs |" in (
+        events
+    )
+    assert "| JSON read as ours reads it, nothing decoded | HTTP/1.1 | 50,000 / 40,000 " in events
+    assert "| 1.29x | 5.0 µs | - |" in events  # 0.1 s of its CPU over 20,000 events
     assert "| ours (managedFields stripped, json) | HTTP/1.1 | 45,000 / 40,000 | **42,500** |" in (
         events
     )
@@ -183,14 +188,10 @@ def test_the_tables_name_each_rows_http_version_and_put_the_read_only_rows_last(
 
 def test_the_controller_table_gives_the_spread_and_what_each_ran_with() -> None:
     text = "\n".join(report.render_controllers(results()))
-    assert (
-        "| default | ours | 2 | 5 / 10 | 80.0, 81.0, 79.0 s | **80.0 s** (79.0-81.0) | 0.99x |"
-        in (text)
-    )
-    assert (
-        "| QPS 50 | sample-controller | 2 | 50 / 10 | 18.0, 19.0, 20.0 s | **19.0 s** (18.0-20.0) "
-        in (text)
-    )
+    ours = "| default | ours | 2 | 5 / 10 | 410 | 80.0, 81.0, 79.0 s | **80.0 s** (79.0-81.0) |"
+    assert f"{ours} 0.99x |" in text
+    sample = "| QPS 50 | sample-controller | 2 | 50 / 10 | - | 18.0, 19.0, 20.0 s |"
+    assert f"{sample} **19.0 s** (18.0-20.0) | 1.00x |" in text
 
 
 def test_what_the_report_says_about_the_run_comes_from_the_run() -> None:
@@ -383,9 +384,13 @@ def test_a_pacing_is_default_or_a_qps() -> None:
 
 def test_what_a_controller_ran_with_is_read_from_its_log() -> None:
     ours, sample = controller_bench.controllers(Path("/bin/sc"), controller_bench.Pacing(50.0))
-    log = "I1204 03:47:29 foo-controller helpers.controller] Starting workers count=2\n"
+    log = (
+        "I1204 03:47:29 foo-controller helpers.controller] Starting workers count=2\n"
+        "I1204 03:47:30 foo-controller helpers.controller] Successfully synced ns/foo-001\n"
+    )
     assert ours.ran_with(log, controller_bench.Pacing(50.0)) == {
         "workers": 2,
+        "syncs": 1,
         "qps": 50.0,
         "burst": 10,
     }
@@ -393,10 +398,13 @@ def test_what_a_controller_ran_with_is_read_from_its_log() -> None:
         'I1204 03:40:01.123456   12345 main.go:120] "Client pacing" qps=50 burst=10 '
         "perAPIGroup=3\n"
         'I1204 03:40:01.223456   12345 controller.go:177] "Starting workers" count=2\n'
+        'I1204 03:40:02.1   12345 controller.go:222] "Successfully synced" objectName="ns/foo"\n'
+        'I1204 03:40:02.2   12345 controller.go:222] "Successfully synced" objectName="ns/foo"\n'
     )
     assert sample.command == ["/bin/sc", "-kube-api-qps", "50"]
     assert sample.ran_with(log, controller_bench.Pacing(50.0)) == {
         "workers": 2,
+        "syncs": 2,
         "qps": 50.0,
         "burst": 10,
         "token_buckets": 3,

@@ -53,6 +53,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -346,7 +347,7 @@ func measureEvents(opts options, namespace, since string, events int64) {
 	var mutex sync.Mutex
 	var updates int64
 	done := make(chan struct{})
-	started := time.Now()
+	cpu, started := cpuSeconds(), time.Now()
 	informer := cache.NewSharedIndexInformer(listWatch, &corev1.ConfigMap{}, 0, cache.Indexers{})
 	setTransform(informer, opts.strip)
 	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -370,7 +371,7 @@ func measureEvents(opts options, namespace, since string, events int64) {
 		mutex.Lock()
 		fail("only %d of %d events arrived", updates, events)
 	}
-	seconds := time.Since(started).Seconds()
+	seconds, cpu := time.Since(started).Seconds(), cpuSeconds()-cpu
 	opened := recorder.opened.Load()
 	close(stop)
 	row := map[string]any{
@@ -381,6 +382,7 @@ func measureEvents(opts options, namespace, since string, events int64) {
 		"events":               events,
 		"seconds":              round3(seconds),
 		"events_per_second":    int64(float64(events)/seconds + 0.5),
+		"client_cpu_seconds":   round3(cpu),
 	}
 	for key, value := range connectionFields(recorder, opened) {
 		row[key] = value
@@ -393,6 +395,16 @@ func emit(row map[string]any) {
 	if err := json.NewEncoder(os.Stdout).Encode(row); err != nil {
 		fail("writing the result: %v", err)
 	}
+}
+
+// cpuSeconds is the CPU time (user and system) the process has used so far,
+// as Python's time.process_time() reads it on the other side.
+func cpuSeconds() float64 {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		fail("reading the CPU time: %v", err)
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano()).Seconds()
 }
 
 func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
