@@ -157,6 +157,13 @@ class ConfigMaps:
               f"{found['seconds']} s)", file=sys.stderr, flush=True)  # fmt: skip
         return found["objects"]
 
+    def delete(self, namespace: str) -> int:
+        """Delete the benchmark's ConfigMaps of ``namespace``, side by side; how many."""
+        found = self._run("-namespace", namespace, "-delete")
+        print(f"{namespace}: {found['deleted']} ConfigMaps deleted in {found['seconds']} s",
+              file=sys.stderr, flush=True)  # fmt: skip
+        return found["deleted"]
+
     def update(self, namespace: str, updates: int, objects: int, token: str) -> Updates:
         """``updates`` updates spread over the first ``objects`` ConfigMaps."""
         found = self._run("-namespace", namespace, "-update", str(updates),

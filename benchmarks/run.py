@@ -221,6 +221,8 @@ def measure(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     if not args.keep_objects:
         started = time.monotonic()
         remove = [informer_bench.EVENTS_NAMESPACE, informer_bench.SYNC_NAMESPACE]
+        for name in remove:  # faster than the namespace controller alone (see configmaps -delete)
+            configmaps.delete(name)
         remove_namespaces(api, remove, timeout=900)
         steps.done("namespaces deleted", started)
     return results

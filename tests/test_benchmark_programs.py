@@ -109,6 +109,9 @@ def test_informerbench_replays_the_updates_after_a_resource_version(
     )  # fmt: skip
     assert row["events"] == 20 and row["list_mode"] == "list", row
     assert (row["http"], row["strip_managed_fields"]) == ("HTTP/1.1", True), row
+    assert configmaps.delete(namespace) == 2
+    left = kubernetes.client.CoreV1Api(kube.connect()).list_namespaced_config_map(namespace)
+    assert [item.metadata.name for item in left.items] == ["kube-root-ca.crt"]  # not the bench's
 
 
 @pytest.mark.parametrize("impl", ["ours", "client-go"])
@@ -141,7 +144,7 @@ def test_configmaps_says_what_is_missing() -> None:
     output = subprocess.run([str(program), "-namespace", "x"], capture_output=True, text=True)
     assert output.returncode == 1
     assert output.stderr.strip() == (
-        "configmaps: give -namespace, and either -create N or -update N -objects M"
+        "configmaps: give -namespace, and one of -create N, -update N -objects M, -delete"
     )
 
 

@@ -2,6 +2,7 @@
 //
 //	configmaps -namespace NS -create 100000
 //	configmaps -namespace NS -update 20000 -objects 100 -token r1
+//	configmaps -namespace NS -delete
 //
 // -create N makes sure ConfigMaps cm-00000 ... cm-(N-1) exist in NS, making
 // the missing ones, and says how many the namespace then holds ("objects",
@@ -14,6 +15,11 @@
 // delivers: a reader that sees it has seen them all. The output names it
 // ("last_key", "last_value") and gives "since", the collection's
 // resourceVersion before the first update, from which a watch replays them.
+//
+// -delete deletes every ConfigMap of NS named cm-NNNNN, side by side. The
+// namespace controller would delete them too, but through one DeleteCollection,
+// which the API server works through one object after the other
+// (--delete-collection-workers is 1 by default).
 //
 // Each prints one JSON object on stdout. The work is spread over -workers
 // goroutines, unthrottled (rest.Config QPS below zero: no client-side rate
@@ -175,6 +181,27 @@ func update(ctx context.Context, configMaps typedcorev1.ConfigMapInterface, name
 	}
 }
 
+func remove(ctx context.Context, configMaps typedcorev1.ConfigMapInterface, workers int) map[string]any {
+	started := time.Now()
+	var doomed []string
+	for name := range names(ctx, configMaps) {
+		if len(name) == len("cm-00000") && strings.HasPrefix(name, "cm-") {
+			doomed = append(doomed, name)
+		}
+	}
+	err := inParallel(len(doomed), workers, func(i int) error {
+		err := configMaps.Delete(ctx, doomed[i], metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		fail("deleting the ConfigMaps: %v", err)
+	}
+	return map[string]any{"deleted": len(doomed), "seconds": since(started)}
+}
+
 func since(started time.Time) float64 {
 	return float64(time.Since(started).Milliseconds()) / 1000
 }
@@ -186,10 +213,17 @@ func main() {
 	updates := flag.Int("update", 0, "make this many updates")
 	objects := flag.Int("objects", 0, "-update: spread over cm-00000 ... cm-(M-1)")
 	token := flag.String("token", "round", "-update: the prefix of each update's data.round")
+	deleteAll := flag.Bool("delete", false, "delete every cm-NNNNN of the namespace")
 	workers := flag.Int("workers", 32, "requests in flight at once")
 	flag.Parse()
-	if *namespace == "" || (*count == 0) == (*updates == 0) {
-		fail("give -namespace, and either -create N or -update N -objects M")
+	chosen := 0
+	for _, given := range []bool{*count > 0, *updates > 0, *deleteAll} {
+		if given {
+			chosen++
+		}
+	}
+	if *namespace == "" || chosen != 1 {
+		fail("give -namespace, and one of -create N, -update N -objects M, -delete")
 	}
 	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -199,9 +233,12 @@ func main() {
 	configMaps := kubernetes.NewForConfigOrDie(config).CoreV1().ConfigMaps(*namespace)
 	ctx := context.Background()
 	var result map[string]any
-	if *count > 0 {
+	switch {
+	case *deleteAll:
+		result = remove(ctx, configMaps, *workers)
+	case *count > 0:
 		result = create(ctx, configMaps, *count, *workers)
-	} else {
+	default:
 		result = update(ctx, configMaps, *namespace, *updates, *objects, *workers, *token)
 	}
 	result["namespace"] = *namespace
