@@ -35,9 +35,11 @@ JSON and protobuf, the way our informer reads them (``_wire_sync``: the first
 LIST, in 64 KiB reads as ``decode_list`` asks; ``_wire_events``: the replayed
 watch, one HTTP chunk at a time as ``WatchStream`` reads, frames counted).
 They show how fast the bytes alone arrive through urllib3 on this machine.
-They are not a bound on a client: a reader that does more per chunk makes the
-API server batch more events per write, so a decoding client can get ahead
-of one (the events table's API server column shows the difference).
+They are not a bound on a client: the API server flushes a watch after an
+event only when no other event is waiting (k8s.io/apiserver's watch handler,
+``if len(ch) == 0 { flusher.Flush() }``), so a reader that keeps up costs it
+a write per event, and one that takes longer over each gets several per write
+(the events table's API server column shows what each reader cost).
 
 Every events row also records ``server_cpu_seconds``: the CPU time the
 kube-apiserver process spent meanwhile (read from ``/proc``; the local control
@@ -53,6 +55,7 @@ Run: .venv/bin/python -m benchmarks.informer_bench sync|events|all [--count 1000
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import json
 import os
@@ -108,6 +111,24 @@ EVENTS_IMPLS = ("ours", "ours-fastjson", "official")
 def emit(row: dict[str, Any]) -> None:
     """One row, as one line of JSON on stdout (the parent reads them line by line)."""
     print(json.dumps(row), flush=True)
+
+
+def free_memory() -> None:
+    """Collect garbage and hand free heap pages back to the system, as the Go side does.
+
+    The Go program measures after ``runtime.GC()`` and ``debug.FreeOSMemory()``,
+    which returns the pages its collector freed. CPython's counterpart of the
+    collection is ``gc.collect()``; of the return, glibc's ``malloc_trim(0)``
+    (a freed object's memory otherwise stays resident, in malloc's heap or in
+    an arena that still holds one live object). Elsewhere than glibc there is
+    no such call, and the figure includes what is free but still held.
+    """
+    gc.collect()
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    libc.malloc_trim(0)
 
 
 def rss_bytes() -> int:
@@ -166,7 +187,7 @@ def measure_sync(impl: str, namespace: str, objects: int, then_updates: bool) ->
     from helpers.informer import SharedInformer, strip_managed_fields, wait_for_cache_sync
     from helpers.listwatch import ListWatch
 
-    gc.collect()
+    free_memory()
     before = rss_bytes()
     recorder.start()
     started = time.perf_counter()
@@ -210,7 +231,7 @@ def measure_sync(impl: str, namespace: str, objects: int, then_updates: bool) ->
             return None if found is None else found.data
 
     connection = recorder.fields()
-    gc.collect()
+    free_memory()
     after = rss_bytes()
     emit({"impl": impl, "objects": size, "sync_seconds": round(synced - started, 3),
           "peak_rss_mib": peak_rss_mib(), "bytes_per_object": round((after - before) / size),
@@ -218,7 +239,7 @@ def measure_sync(impl: str, namespace: str, objects: int, then_updates: bool) ->
     if then_updates:
         key, value = sys.stdin.readline().split()
         wait_for_value(data_of, key, value)
-        gc.collect()
+        free_memory()
         emit({"bytes_per_object_after_updates": round((rss_bytes() - before) / size),
               "peak_rss_mib_after_updates": peak_rss_mib()})  # fmt: skip
     if impl.startswith("ours"):

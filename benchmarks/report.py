@@ -314,8 +314,10 @@ def render_sync(results: dict[str, Any], count: int) -> list[str]:
         f"## Initial sync of {rows[0]['objects']:,} ConfigMaps", "",
         f"Time from start until HasSynced (client-go's polled every millisecond); {runs} runs "
         "of each, each a fresh process, in rotated order. Memory per object: (resident memory "
-        "after - before the informer started) / objects, after a garbage collection (Go: "
-        "`runtime.GC` and `debug.FreeOSMemory`), right after the sync and again after "
+        "after - before the informer started) / objects, after a garbage collection that "
+        "hands free pages back to the system (Go: `runtime.GC` and `debug.FreeOSMemory`; "
+        "Python: `gc.collect()` and glibc's `malloc_trim(0)`), right after the sync and again "
+        "after "
         + (f"{share:,} of the objects were updated once each through the watch. " if share
            else "updates (none were made in this run). ")
         + "Every client-go row strips managedFields as ours does. *stream* fills the cache with "
@@ -396,8 +398,9 @@ def render_events(results: dict[str, Any]) -> list[str]:
             "length-prefixed), decoding nothing, timed from before the request as the informers "
             f"are (`informer_bench.py _wire_events`). The readers' own CPU time was {busy:.0%} "
             "of their wall time (median). They show how fast the bytes alone arrive through "
-            "urllib3; they bound no client, since the API server writes more events per chunk "
-            "to a reader that takes longer over each."
+            "urllib3; they bound no client: the API server flushes a watch after an event only "
+            "when no other event waits (k8s.io/apiserver's watch handler), so a reader that "
+            "takes longer over each event gets several in one write, at less server CPU each."
         )]  # fmt: skip
     return [*lines, ""]
 
