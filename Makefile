@@ -4,6 +4,7 @@
 #   make test     set up Python, start the local control plane, run every test and notebook
 #
 # Smaller steps: make setup | up | lab | status | down | lint | export | preflight
+# The course as a web site from the stored outputs (no cluster): make book -> build/book/index.html
 # Workshops (docs/facilitator.md): make workshop-up ATTENDEES=alice,bob | make workshop-down
 
 PYTHON ?= python3
@@ -11,7 +12,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: course test test-browser setup up lab status down lint export preflight workshop-up workshop-down
+.PHONY: course test test-browser setup up lab status down lint export preflight book workshop-up workshop-down
 
 course: up lab
 
@@ -62,6 +63,12 @@ export: setup
 # Is this machine and the cluster (KUBECONFIG, else the course's) ready? One table, exit 1 on a problem.
 preflight: setup
 	$(PY) -m helpers.cluster.preflight
+
+# The chapters as a static site with their stored outputs (nothing runs; README "The book").
+# BOOK_OUT is replaced whole, so it must be empty, missing or an earlier build of the book.
+BOOK_OUT ?= build/book
+book: setup
+	$(PY) -m book.build --out "$(BOOK_OUT)"
 
 # A shared cluster for a workshop: namespaces, a ServiceAccount and a kubeconfig per attendee.
 ATTENDEES ?=

@@ -23,7 +23,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from helpers import namespaces
+from helpers import kube, namespaces
 from helpers.waiting import wait_for
 
 
@@ -133,6 +133,17 @@ class Updates:
     seconds: float
 
 
+def go_environment(**extra: str) -> dict[str, str]:
+    """The environment for a Go program: ours, with the kubeconfig the Python side reads.
+
+    client-go reads only ``$KUBECONFIG`` (and ~/.kube/config); our clients fall
+    back to the course's kubeconfig when it is unset, so name it for the Go side.
+    """
+    environment = {**os.environ, **extra}
+    environment.setdefault("KUBECONFIG", str(kube.default_kubeconfig()))
+    return environment
+
+
 @dataclass(frozen=True)
 class ConfigMaps:
     """benchmarks/go's ``configmaps`` program: it makes and updates the benchmarks' ConfigMaps."""
@@ -141,7 +152,11 @@ class ConfigMaps:
 
     def _run(self, *args: str) -> dict[str, Any]:
         output = subprocess.run(
-            [str(self.program), *args], capture_output=True, text=True, check=False
+            [str(self.program), *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=go_environment(),
         )
         if output.returncode != 0:
             raise RuntimeError(f"configmaps {' '.join(args)} failed: {output.stderr.strip()}")

@@ -56,6 +56,7 @@ from typing import Any
 import kubernetes
 
 from benchmarks.cluster import create_namespace
+from benchmarks.guard import refuse_clusters_not_the_courses
 from helpers import kube, namespaces
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
 from helpers.throttle import DEFAULT_BURST, DEFAULT_QPS
@@ -306,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         help="sample-controller-paced (default: built by helpers.cluster.gobuild)",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    refuse_clusters_not_the_courses()  # before the first request
     if args.foos * args.replicas > POD_CAPACITY:
         parser.error(
             f"{args.foos} Foos x {args.replicas} replicas is more Pods than the two kwok "

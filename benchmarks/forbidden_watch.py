@@ -18,6 +18,7 @@ import time
 import kubernetes
 from kubernetes.informer import SharedInformer as OfficialInformer
 
+from benchmarks.guard import refuse_clusters_not_the_courses
 from helpers import kube, namespaces
 from helpers.informer import SharedInformer, wait_for_cache_sync
 from helpers.listwatch import ListWatch
@@ -67,6 +68,7 @@ def main() -> None:
     parser.add_argument("--official-seconds", type=float, default=5.0,
                         help="shorter: the official informer retries without pause")  # fmt: skip
     args = parser.parse_args()
+    refuse_clusters_not_the_courses()  # before the first request
     api = kube.connect()
     namespaces.fresh_namespace(api, NAMESPACE)
     client = service_account_client(api, NAMESPACE, "list-only", LIST_ONLY)

@@ -78,9 +78,11 @@ from benchmarks.cluster import (
     Updates,
     api_server_pid,
     create_namespace,
+    go_environment,
     with_server_cpu,
 )
 from benchmarks.connections import ConnectionRecorder
+from benchmarks.guard import refuse_clusters_not_the_courses
 from helpers import kube
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -455,7 +457,7 @@ class GoVariant:
 
     def command(self, program: Path, *args: str) -> tuple[list[str], dict[str, str]]:
         """The command line and environment that run this variant."""
-        environment = {**os.environ, "KUBE_FEATURE_WatchListClient": str(self.streaming).lower()}
+        environment = go_environment(KUBE_FEATURE_WatchListClient=str(self.streaming).lower())
         flags = ["-strip", "-content-type", self.content_type] + (["-http1"] if self.http1 else [])
         return [str(program), *args, *flags], environment
 
@@ -726,6 +728,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--then-updates", action="store_true", help="_sync: see measure_sync")
     parser.add_argument("--wire", action="store_true", help="add the rows that decode nothing")
     args = parser.parse_args(argv)
+    refuse_clusters_not_the_courses()  # before the first request
 
     if args.command == "_sync":
         measure_sync(args.impl, args.namespace, args.objects, args.then_updates)

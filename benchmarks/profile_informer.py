@@ -37,6 +37,7 @@ from typing import Any
 
 from benchmarks import informer_bench
 from benchmarks.cluster import ConfigMaps, create_namespace
+from benchmarks.guard import refuse_clusters_not_the_courses
 from helpers import kube
 
 WAITING_BUCKET = "waiting (locks, queues, sleeps)"
@@ -193,6 +194,7 @@ def main() -> None:
     parser.add_argument("--fast-json", action="store_true", help="use helpers.fastjson (orjson)")
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args()
+    refuse_clusters_not_the_courses()  # before the first request
     if args.fast_json:
         from helpers import fastjson
 

@@ -51,6 +51,7 @@ from benchmarks.cluster import (
     create_namespace,
     remove_namespaces,
 )
+from benchmarks.guard import refuse_clusters_not_the_courses
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_JSON = ROOT / "benchmarks" / "results.json"
@@ -290,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.render_only:
         results = json.loads(RESULTS_JSON.read_text())
     else:
+        refuse_clusters_not_the_courses()
         results = measure(args, argv)
         results["run"]["load"]["end"] = loadavg()
         save(results)

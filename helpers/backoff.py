@@ -5,9 +5,10 @@
 """Exponential backoff with jitter, reset after a quiet spell.
 
 client-go counterpart: ``apimachinery/pkg/util/wait`` (``Backoff``, ``Backoff.Step``,
-``Backoff.DelayWithReset``) as the reflector uses it in ``tools/cache/reflector.go``:
-start at 800 ms, double each time, add up to 100 % random jitter, cap the base at
-30 s, and start again from 800 ms once things have been calm for 2 minutes.
+``Backoff.DelayWithReset``) as the reflector uses it in ``tools/cache/reflector.go``
+(since client-go 0.36; ``wait.NewExponentialBackoffManager`` before): start at
+800 ms, double each time, add up to 100 % random jitter, cap the base at 30 s, and
+start again from 800 ms every 2 minutes.
 
 Why: a reflector that cannot reach the API server (refused connection, 403,
 429, 410 storm) must not retry in a hot loop. Thousands of informers retrying
@@ -19,10 +20,11 @@ Like client-go, jitter is added *after* the cap: at the cap the delay lies in
 jittered value instead would make every client that reached the cap retry at
 exactly 30 s, in lock step, which is what jitter exists to prevent.
 
-One deliberate difference: client-go resets the backoff when ``resetInterval``
-has passed since the *last reset*; we reset when ``reset_after`` has passed since
-the *last backoff*, i.e. after a calm spell, which is what the reset is meant to
-detect.
+One deliberate difference: since 0.36 client-go resets the backoff when
+``resetInterval`` has passed since the *last reset*, so a reflector that fails
+without pause still starts over every 2 minutes; we reset when ``reset_after`` has
+passed since the *last backoff*, i.e. after a calm spell, which is what the reset
+is meant to detect (and what client-go's backoff manager did up to 0.35).
 
 Waiting goes through a :class:`helpers.clock.Clock`, so tests step a
 ``FakeClock`` instead of sleeping, and through the :class:`~helpers.clock.StopEvent` of

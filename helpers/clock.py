@@ -3,10 +3,13 @@
 client-go counterpart: ``k8s.io/utils/clock`` (``Clock``, ``RealClock``) and
 ``k8s.io/utils/clock/testing`` (``FakeClock`` with ``Step`` and ``HasWaiters``).
 
-Why: the workqueue's delays (a retry in 5 ms, a heartbeat every 10 s, a metrics
-tick every 0.5 s) would make tests slow and flaky if they really waited. Every
-component that waits takes a ``Clock``; production code gets ``RealClock``,
-tests get ``FakeClock`` and move time forward with ``step()``.
+Why: the backoff's waits (up to a minute, chapter 02a) and the workqueue's delays
+(a retry in 5 ms, a heartbeat every 10 s, a metrics tick every 0.5 s) would make
+tests slow and flaky if they really waited. Every component that waits takes a
+``Clock``; production code gets ``RealClock``, tests and notebooks get
+``FakeClock``, move time forward with ``step()``, and call ``wait_for_waiters()``
+first so that the step reaches a thread that is really waiting. Chapter 02a
+introduces these tools, and :class:`StopEvent`, where the backoff first waits.
 
 Go waits on a timer channel inside a ``select``. The Python equivalent is
 ``threading.Condition.wait_for(predicate, timeout)``, so that is the one waiting
@@ -27,7 +30,7 @@ from typing import Protocol
 
 
 class Clock(Protocol):
-    """What the workqueue needs from time: read it, and sleep until a deadline."""
+    """What a component that waits needs from time: read it, and sleep until a deadline."""
 
     def now(self) -> float:
         """Monotonic time in seconds (only differences are meaningful)."""

@@ -227,10 +227,8 @@ class FooController:
     def run(self, workers: int, stop: StopEvent) -> None:
         """Wait for both caches, run ``workers`` worker threads until ``stop`` is set, join them.
 
-        sample-controller ``Run``. The informers must have been started. Workers
-        wait for the caches because a sync that reads an empty cache would
-        conclude that every Deployment is missing and try to create it.
-        Raises :class:`CacheSyncError` if ``stop`` comes first.
+        sample-controller ``Run``; the informers must have been started. Raises
+        :class:`CacheSyncError` if ``stop`` comes before the caches have synced.
         """
         try:
             log.info("Starting Foo controller")
@@ -262,10 +260,8 @@ class FooController:
     def process_next_work_item(self) -> bool:
         """Sync one key from the queue; False once the queue has shut down.
 
-        sample-controller ``processNextWorkItem``. ``done`` is always owed, or
-        the key could never be handed out again. On success ``forget`` resets
-        the key's backoff; on failure the key comes back after a growing delay,
-        so a transient error is retried without hammering the API server.
+        sample-controller ``processNextWorkItem``: ``done`` always, ``forget`` on
+        success, and on failure the key comes back after a growing delay.
         """
         key, shutdown = self.workqueue.get()
         if shutdown or key is None:
@@ -346,10 +342,7 @@ class FooController:
     def update_foo_status(self, foo: Mapping[str, Any], deployment: Mapping[str, Any]) -> None:
         """Write the Deployment's ``availableReplicas`` into the Foo's status (``updateFooStatus``).
 
-        The Foo comes from the cache, which every reader shares: change a copy.
-        The write goes to the ``/status`` subresource, which ignores spec
-        changes, and carries the Foo's resourceVersion, so a stale copy fails
-        with a conflict and is retried with fresh data.
+        The cached Foo is every reader's (chapter 03b): change a deep copy.
         """
         foo_copy = copy.deepcopy(dict(foo))
         available = (deployment.get("status") or {}).get("availableReplicas", 0)
@@ -359,11 +352,7 @@ class FooController:
     # --- from informer events to keys --------------------------------------------------------
 
     def enqueue_foo(self, foo: Any) -> None:
-        """Put the Foo's ``"ns/name"`` key on the queue (sample-controller ``enqueueFoo``).
-
-        A key, not the object: by the time a worker gets to it, the cache may
-        hold a newer Foo, and that is the one to sync.
-        """
+        """Put the Foo's ``"ns/name"`` key on the queue (sample-controller ``enqueueFoo``)."""
         try:
             key = meta_namespace_key(foo)
         except ValueError as err:
@@ -372,24 +361,13 @@ class FooController:
         self.workqueue.add(key)
 
     def handle_deployment_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        """A changed Deployment goes to :meth:`handle_object`; a resync does not.
-
-        A periodic resync delivers every cached Deployment as an update with
-        the same resourceVersion; two real versions never share one. Foos get
-        their resync through their own handler, so nothing is lost.
-        """
+        """A changed Deployment goes to :meth:`handle_object`; a resync (same version) does not."""
         if _resource_version(old) == _resource_version(new):
             return
         self.handle_object(new)
 
     def handle_object(self, obj: Any) -> None:
-        """Enqueue the Foo that controls ``obj``, if any (sample-controller ``handleObject``).
-
-        A delete seen only through a re-list arrives as a tombstone holding the
-        last known object; its owner references are still good. Objects without
-        a controller, controlled by something else, or whose Foo is gone
-        (an orphan the garbage collector will remove) are ignored.
-        """
+        """Enqueue the Foo that controls ``obj``, if any (sample-controller ``handleObject``)."""
         if isinstance(obj, DeletedFinalStateUnknown):
             log.debug("Recovered deleted object %s", obj.key)
             obj = obj.obj
@@ -533,11 +511,8 @@ def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
-    """True if ``owner`` is ``obj``'s controller, by UID (apimachinery ``IsControlledBy``).
-
-    By UID, not name: a Foo deleted and re-created under the same name is a
-    different owner.
-    """
+    """True if ``owner`` is ``obj``'s controller (apimachinery ``IsControlledBy``), by UID: a Foo
+    deleted and re-created under the same name is another owner."""
     ref = controller_of(obj)
     return ref is not None and ref.get("uid") == (owner.get("metadata") or {}).get("uid")
 
@@ -619,9 +594,7 @@ def _json(response: Any) -> dict[str, Any]:
 def run_controller(controller: FooController, workers: int, stop: StopEvent) -> None:
     """Start the informers, run the controller until ``stop``, stop the informers and join them.
 
-    The tail of sample-controller's ``main.go`` (which runs 2 workers). The
-    informers start after the controller registered its handlers, so no event
-    is missed.
+    The tail of sample-controller's ``main.go`` (which runs 2 workers).
     """
     for informer in controller.informers:
         informer.start()

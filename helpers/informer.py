@@ -16,7 +16,8 @@ How the pieces meet, one thread per box::
                                            \\-> buffer --> on_add / on_update / on_delete
 
 1. The reflector writes every change into :class:`RealFIFO`, an in-order queue
-   (a deque and a Condition). A LIST becomes a single ``ReplacedAll`` delta.
+   (a deque and a Condition). A LIST becomes a single ``ReplacedAll`` delta, as
+   in client-go v0.36 with its ``AtomicFIFO`` feature gate (beta, on by default).
 2. The processing thread pops one delta at a time, applies it to
    ``self.indexer`` (so the cache is updated *before* any handler hears of the
    change, and a handler that reads the lister sees at least that state), then
@@ -39,15 +40,20 @@ How this differs from client-go:
 
 * DeltaFIFO (client-go up to v0.32) keeps one queue entry per key, which
   holds every delta of that key in order (it drops only a second delete in a
-  row), so a consumer gets a key's whole history at once; RealFIFO (v0.33+, the
-  only choice since v0.36) is a flat list of single deltas in arrival order.
-  Ours is RealFIFO-like: in order, nothing dropped. Unlike DeltaFIFO it has no
-  ``knownObjects``: the tombstones
-  for a re-list are computed when the ``ReplacedAll`` delta is applied, against
-  the cache at that moment, which is exactly when the cache learns the truth.
+  row), so a consumer gets a key's whole history at once; RealFIFO (v0.33+,
+  the only choice since v0.36) is a flat list of single deltas in arrival order.
+  Ours is RealFIFO-like: in order, nothing dropped.
+* A LIST: from v0.33 to v0.35 RealFIFO's ``Replace`` queued one ``Replaced``
+  delta per object and made the tombstones itself, from its ``knownObjects``
+  (the indexer) and its queued deltas. Since v0.36, with the ``AtomicFIFO``
+  gate on, it queues one ``ReplacedAll`` delta and the informer makes the
+  tombstones when it applies it (``processReplacedAllInfo``), against the
+  cache at that moment; ours does that (with the gate off, v0.36 does as v0.35).
 * Resync is done by the processing thread itself on a clock deadline, instead
-  of a reflector timer that queues ``SyncAll`` deltas; since one thread applies
-  deltas and resyncs, the order is the same.
+  of a reflector timer that calls the FIFO's ``Resync`` (one ``SyncAll``
+  delta with ``AtomicFIFO``; without it a ``Sync`` delta per cached key that
+  has nothing queued);
+  since one thread applies deltas and resyncs, the order is the same.
 * Bookmarks do not enter the FIFO (only the reflector's resourceVersion moves).
 * A handler that raises is logged and skipped; client-go crashes the process by
   default (``HandleCrash``).
@@ -57,7 +63,8 @@ How this differs from client-go:
   default transform and no ready-made one for this, only the hook
   (``SetTransform``); controller-runtime's cache offers
   ``TransformStripManagedFields``. Ours runs while a LIST is decoded, not after.
-* No cache mutation detector, no watch-error handler hook.
+* No cache mutation detector (chapter 03b builds one as an event handler),
+  no watch-error handler hook.
 """
 
 from __future__ import annotations
@@ -68,7 +75,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from helpers.backoff import Backoff
 from helpers.clock import Clock, RealClock, StopEvent
@@ -109,6 +116,14 @@ class EventHandler(Protocol):
     def on_update(self, old: Any, new: Any) -> None: ...
 
     def on_delete(self, obj: Any) -> None: ...
+
+
+class _Callbacks(NamedTuple):
+    """One handler's three callbacks, as ``add_event_handler`` found them; any may be None."""
+
+    on_add: AddFunc | None
+    on_update: UpdateFunc | None
+    on_delete: DeleteFunc | None
 
 
 # --- the FIFO between the reflector and the processing thread ---------------------
@@ -161,15 +176,6 @@ class RealFIFO:
         self._deltas: deque[Delta] = deque()
         self._closed = False
 
-    def __len__(self) -> int:
-        with self._cond:
-            return len(self._deltas)
-
-    @property
-    def closed(self) -> bool:
-        with self._cond:
-            return self._closed
-
     # The reflector's store interface.
 
     def add(self, obj: Any) -> None:
@@ -185,6 +191,15 @@ class RealFIFO:
         self._push(Delta(REPLACED_ALL, list(items), resource_version))
 
     # The consumer's side.
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._deltas)
+
+    @property
+    def closed(self) -> bool:
+        with self._cond:
+            return self._closed
 
     def pop(self, clock: Clock, deadline: float | None = None) -> Delta | None:
         """The oldest delta; None when closed, or when ``deadline`` (clock time) passes first."""
@@ -287,53 +302,33 @@ _Notification = _Add | _Update | _Delete
 class HandlerRegistration:
     """One handler on an informer: its own buffer, its own thread (client-go ``processorListener``).
 
-    Returned by :meth:`SharedInformer.add_event_handler`. ``has_synced()`` is
-    true once the informer has synced *and* this handler has finished the adds
-    of the initial list (client-go's registration ``HasSynced``).
+    Returned by :meth:`SharedInformer.add_event_handler`.
     """
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        thread_name: str,
-        on_add: AddFunc | None,
-        on_update: UpdateFunc | None,
-        on_delete: DeleteFunc | None,
-        requested_resync_period: float,
-        resync_period: float,
-        next_resync: float,
-    ) -> None:
+    def __init__(self, name: str, thread_name: str, callbacks: _Callbacks) -> None:
         self.name = name
-        self.requested_resync_period = requested_resync_period
-        """The period asked for (after the 1 s minimum)."""
-        self.resync_period = resync_period
-        """The period in force: 0 (never), or at least the informer's resync check period."""
-        self.next_resync = next_resync
+        self._callbacks = callbacks  # on_add, on_update, on_delete; any may be None
+        self._buffer: deque[_Notification] = deque()  # unbounded: adding never waits
+        self._cond = threading.Condition()  # guards the buffer, wakes the thread
+        self._thread = threading.Thread(target=self._run, name=thread_name)
+        self._busy = self._stopping = False  # a callback runs; stop() was called
+        # has_synced(): the informer has synced, and no initial add is left unhandled.
         self.synced = SyncSignal(f"handler {name}")
-        self.handled = 0
-        """Notifications handed to the handler so far."""
-        self._on_add = on_add
-        self._on_update = on_update
-        self._on_delete = on_delete
-        self._thread_name = thread_name
-        self._thread: threading.Thread | None = None
-        self._cond = threading.Condition()
-        self._buffer: deque[_Notification] = deque()
-        self._stopping = False
-        self._busy = False  # a callback is running
-        self._pending_initial = 0
         self._upstream_synced = False
+        self._pending_initial = 0
+        self.handled = 0  # notifications handed to the handler so far
+        # The resync period asked for, the one in force, and when the next is due (_resync).
+        self.requested_resync_period = self.resync_period = self.next_resync = 0.0
+
+    def has_synced(self) -> bool:
+        """True once the informer synced and this handler handled every initial add."""
+        return self.synced.is_set()
 
     def __repr__(self) -> str:
         return (
             f"<HandlerRegistration {self.name} resync={self.resync_period}s "
             f"pending={self.pending()} synced={self.has_synced()}>"
         )
-
-    def has_synced(self) -> bool:
-        """True once the informer synced and this handler handled every initial add."""
-        return self.synced.is_set()
 
     def pending(self) -> int:
         """Notifications waiting in this handler's buffer."""
@@ -353,25 +348,15 @@ class HandlerRegistration:
     def join(self, timeout: float | None = None) -> bool:
         """Wait for this handler's thread to end (after removal or stop); True if it has."""
         thread = self._thread
-        if thread is None or thread is threading.current_thread():
-            return True
+        if thread.ident is None or thread is threading.current_thread():
+            return True  # never started, or asked from its own callback
         thread.join(timeout)
         return not thread.is_alive()
 
     # -- driven by the informer ---------------------------------------------------------
 
     def _start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=self._thread_name)
         self._thread.start()
-
-    def _enqueue(self, notification: _Notification) -> None:
-        with self._cond:
-            if self._stopping:
-                return
-            if isinstance(notification, _Add) and notification.is_in_initial_list:
-                self._pending_initial += 1
-            self._buffer.append(notification)
-            self._cond.notify_all()
 
     def _mark_upstream_synced(self) -> None:
         with self._cond:
@@ -387,6 +372,15 @@ class HandlerRegistration:
             self._buffer.clear()
             self._cond.notify_all()
         self.synced.abandon()
+
+    def _enqueue(self, notification: _Notification) -> None:
+        with self._cond:
+            if self._stopping:
+                return
+            if isinstance(notification, _Add) and notification.is_in_initial_list:
+                self._pending_initial += 1
+            self._buffer.append(notification)
+            self._cond.notify_all()
 
     def _run(self) -> None:
         while True:
@@ -404,15 +398,16 @@ class HandlerRegistration:
                     self._cond.notify_all()
 
     def _dispatch(self, notification: _Notification) -> None:
+        on_add, on_update, on_delete = self._callbacks
         try:
             if isinstance(notification, _Add):
-                if self._on_add is not None:
-                    self._on_add(notification.obj, notification.is_in_initial_list)
+                if on_add is not None:
+                    on_add(notification.obj, notification.is_in_initial_list)
             elif isinstance(notification, _Update):
-                if self._on_update is not None:
-                    self._on_update(notification.old, notification.new)
-            elif self._on_delete is not None:
-                self._on_delete(notification.obj)
+                if on_update is not None:
+                    on_update(notification.old, notification.new)
+            elif on_delete is not None:
+                on_delete(notification.obj)
         except Exception:
             log.exception("handler %s raised; skipping that notification", self.name)
         finally:
@@ -423,29 +418,6 @@ class HandlerRegistration:
                     now_synced = self._upstream_synced and self._pending_initial == 0
                 if now_synced:
                     self.synced.set()
-
-
-def _determine_resync_period(desired: float, check: float, name: str) -> float:
-    """client-go ``determineResyncPeriod``: 0 stays 0; never below the check period."""
-    if desired == 0:
-        return 0.0
-    if check == 0:
-        log.warning(
-            "handler %s asked for a %.1fs resync, but the informer resyncs never "
-            "(resync_period=0); it will not resync",
-            name,
-            desired,
-        )
-        return 0.0
-    if desired < check:
-        log.warning(
-            "handler %s: resync period %.1fs raised to the resync check period %.1fs",
-            name,
-            desired,
-            check,
-        )
-        return check
-    return desired
 
 
 # --- the informer -------------------------------------------------------------------------
@@ -601,27 +573,32 @@ class SharedInformer:
                     f"handler {name} was not added to shared informer {self.name} "
                     "because it has stopped already"
                 )
-            requested = self._resolve_resync_period(resync_period, name)
+            thread_name = f"informer-{self.name}-handler-{number}"
             registration = HandlerRegistration(
-                name=name,
-                thread_name=f"informer-{self.name}-handler-{number}",
-                on_add=on_add,
-                on_update=on_update,
-                on_delete=on_delete,
-                requested_resync_period=requested,
-                resync_period=_determine_resync_period(requested, self._check_period, name),
-                next_resync=self._clock.now() + requested,
+                name, thread_name, _Callbacks(on_add, on_update, on_delete)
             )
+            requested = self._resolve_resync_period(resync_period, name)
+            registration.requested_resync_period = requested
+            registration.resync_period = _determine_resync_period(
+                requested, self._check_period, name
+            )
+            registration.next_resync = self._clock.now() + requested
             self._handlers.append(registration)
             if self._started:
-                registration._start()
-                # Under the lock no delta is being applied, so the replay is a
-                # consistent snapshot and live events queue up behind it.
-                for obj in self.indexer.list():
-                    registration._enqueue(_Add(obj, True))
-                if self.synced.is_set():
-                    registration._mark_upstream_synced()
+                self._replay_to(registration)
         return registration
+
+    def _replay_to(self, registration: HandlerRegistration) -> None:
+        """A handler added to a running informer starts with the whole cache, as adds.
+
+        Called under the informer's lock: no delta is being applied, so the cache is
+        one consistent snapshot, and live events queue up behind the replay.
+        """
+        registration._start()
+        for obj in self.indexer.list():
+            registration._enqueue(_Add(obj, is_in_initial_list=True))
+        if self.synced.is_set():  # otherwise the informer's first list will say so
+            registration._mark_upstream_synced()
 
     def remove_event_handler(self, registration: HandlerRegistration) -> None:
         """Stop delivering to ``registration``; its buffer is dropped. Idempotent.
@@ -814,6 +791,29 @@ class SharedInformer:
         for registration in self._handlers:
             if not sync or registration in self._syncing:
                 registration._enqueue(notification)
+
+
+def _determine_resync_period(desired: float, check: float, name: str) -> float:
+    """client-go ``determineResyncPeriod``: 0 stays 0; never below the check period."""
+    if desired == 0:
+        return 0.0
+    if check == 0:
+        log.warning(
+            "handler %s asked for a %.1fs resync, but the informer resyncs never "
+            "(resync_period=0); it will not resync",
+            name,
+            desired,
+        )
+        return 0.0
+    if desired < check:
+        log.warning(
+            "handler %s: resync period %.1fs raised to the resync check period %.1fs",
+            name,
+            desired,
+            check,
+        )
+        return check
+    return desired
 
 
 def _same_version(old: Any, new: Any) -> bool:

@@ -13,17 +13,27 @@ A controller reads through a lister instead of calling the API server: the
 cache is already there, reads cost nothing, and the API server is spared.
 A miss raises :class:`NotFoundError`, shaped like the API server's own 404, so
 code that handles "not found" works the same whether it asked the cache or the
-server. Objects returned are the cached dicts themselves: never mutate them.
+server. Objects returned are the cached dicts themselves: never mutate them;
+:class:`MutationDetector` catches code that does (client-go's
+``tools/cache/mutation_detector.go``).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 from helpers.labels import SelectorLike, as_selector
-from helpers.store import NAMESPACE_INDEX, Indexer, IndexNotFoundError
+from helpers.store import (
+    NAMESPACE_INDEX,
+    DeletedFinalStateUnknown,
+    Indexer,
+    IndexNotFoundError,
+    meta_namespace_key,
+)
 
 log = logging.getLogger("helpers.lister")
 
@@ -168,3 +178,70 @@ def _get(indexer: Indexer, resource: GroupResource, key: str, name: str) -> Any:
         # The error names the object as the user knows it (its name), not the cache key.
         raise NotFoundError(resource, name)
     return obj
+
+
+# --- catching a change to the cache (client-go's cache mutation detector) -----------------
+
+
+class CacheMutationError(RuntimeError):
+    """A cached object no longer equals the copy taken when the informer cached it."""
+
+
+class MutationDetector:
+    """An event handler that notices a cached object changed in place (client-go
+    ``cacheMutationDetector``, on with ``KUBE_CACHE_MUTATION_DETECTOR=true``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: dict[str, tuple[Any, Any]] = {}  # key -> (the cached object, its copy)
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self._keep(obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._keep(new)
+
+    def on_delete(self, obj: Any) -> None:
+        key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else meta_namespace_key(obj)
+        with self._lock:
+            self._kept.pop(key, None)  # out of the cache: changing it harms no reader
+
+    def _keep(self, obj: Any) -> None:
+        key = meta_namespace_key(obj)
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is None or kept[0] is not obj:  # a resync hands out the same object again
+                self._kept[key] = (obj, copy.deepcopy(obj))
+
+    def changed(self) -> list[str]:
+        """Each cached object that differs from its copy: its key, and what changed."""
+        with self._lock:
+            kept = list(self._kept.items())
+        return [
+            f"{key} ({_difference(copied, obj)})" for key, (obj, copied) in kept if obj != copied
+        ]
+
+    def check(self) -> None:
+        """Raise :class:`CacheMutationError` if any cached object was changed in place."""
+        if changed := self.changed():
+            raise CacheMutationError(f"cache modified: {'; '.join(changed)}")
+
+
+def _difference(before: Any, after: Any, path: str = "") -> str:
+    """Where ``after`` first differs from ``before``: "metadata.labels.colour: 'red' -> 'blue'"."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        for field in sorted(before.keys() | after.keys(), key=str):
+            if before.get(field, _ABSENT) != after.get(field, _ABSENT):
+                inner = f"{path}.{field}" if path else str(field)
+                return _difference(before.get(field, _ABSENT), after.get(field, _ABSENT), inner)
+    return f"{path or 'the object'}: {before!r} -> {after!r}"
+
+
+class _Absent:
+    """What ``_difference`` shows for a field that one side lacks."""
+
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+_ABSENT = _Absent()

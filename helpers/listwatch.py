@@ -221,8 +221,10 @@ class ListWatch:
         ``transform`` runs on each item as soon as it is decoded (see
         :func:`decode_list`).
 
-        ``resource_version=None`` leaves the parameter out (a consistent read
-        from etcd, like ``""``); ``"0"`` allows any cached version. With a
+        ``resource_version=None`` leaves the parameter out: a consistent read,
+        like ``""`` (the newest state; since Kubernetes 1.34 the watch cache
+        serves it once it has caught up with etcd's current revision, where the
+        resource has a watch cache). ``"0"`` allows any cached version. With a
         ``continue_token`` the server needs no resourceVersion: the token
         carries it. Errors are raised as ``ApiException``.
         """

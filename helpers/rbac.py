@@ -1,6 +1,6 @@
 """Act as a service account with exactly the permissions you give it.
 
-Chapter 08 shows what least privilege looks like for a controller, and what a
+Chapter 08b shows what least privilege looks like for a controller, and what a
 403 on a watch does to an informer. :func:`service_account_client` creates a
 ServiceAccount, a Role with the given rules and a RoleBinding, asks the API
 server for a short-lived token (the TokenRequest API), and returns an API
@@ -22,6 +22,8 @@ from typing import Any
 import kubernetes
 import yaml
 from kubernetes.client.exceptions import ApiException
+
+from .private_files import write_private
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 CONTROLLER_NAMESPACE = "foo-system"
@@ -100,8 +102,7 @@ def token_kubeconfig(api: kubernetes.client.ApiClient, token: str, path: Path) -
         "contexts": [{"name": "token", "context": {"cluster": "course", "user": "token"}}],
         "current-context": "token",
     }
-    path.write_text(yaml.safe_dump(document))
-    path.chmod(0o600)
+    write_private(path, yaml.safe_dump(document))  # the token is a credential
     return path
 
 

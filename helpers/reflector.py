@@ -16,9 +16,10 @@ The loop, in the order the data flows:
    ``sink.replace(items, resourceVersion)``. The first LIST asks for
    resourceVersion ``"0"`` (any cached version will do, so the API server's
    watch cache answers, not etcd); later ones ask for the last version we saw,
-   so we never go back in time; after an "expired" / "too large" answer, ``""``
-   (a consistent read from etcd). An expired ``continue`` token between pages
-   falls back to one full LIST.
+   so we never go back in time; only after that LIST itself answers "expired"
+   or "too large", ``""`` (a consistent read: the newest state, which since
+   Kubernetes 1.34 a watch cache serves once it has caught up with etcd). An
+   expired ``continue`` token between pages falls back to one full LIST.
 2. WATCH from the list's resourceVersion, with bookmarks, for a random
    ``[min_watch_timeout, 2 * min_watch_timeout]`` seconds (random, so that
    thousands of clients do not all reconnect in the same second). ADDED,
@@ -27,8 +28,11 @@ The loop, in the order the data flows:
 3. When the watch ends, watch again from the last version seen: no LIST.
    That holds whether the server ended it (``timeoutSeconds`` ran out) or the
    connection broke (an EOF, a reset, a read timeout): the version is still
-   good, as in client-go, whose ``StreamWatcher`` treats a broken stream as the
-   end of the watch. A refused connection or a 429 on the watch: back off,
+   good. client-go's ``StreamWatcher`` ends a watch quietly after an EOF, a
+   reset, an HTTP/2 GOAWAY or a timeout, and turns any other stream error
+   (``http2: client connection lost``) into an ERROR event, after which its
+   reflector re-lists; over HTTP/1.1 every break we can see is of the first
+   kind, so we always watch again. A refused connection or a 429 on the watch: back off,
    watch again, no LIST (the server is overloaded or restarting; a re-list
    would make it worse). 410 "too old resource version", any other error, or
    a "very short watch" (closed within 1 s with no events): back off and start
@@ -43,9 +47,11 @@ the open watch so a blocked read returns at once, ``join()`` waits for it.
 
 What we left out of client-go's reflector: WatchList streaming
 (``sendInitialEvents``, client-go's default for an informer's first list since
-1.35), resync (the informer does that), retrying
-internal errors within a deadline, expected-type checks, and the subtleties of
-starting a watch at resourceVersion "0".
+1.35), resync (the informer does that), retrying internal errors within a
+deadline, expected-type checks, and watching from resourceVersion "0" or ""
+(whose replayed ADDED events come in no version order: since 0.36 client-go
+moves its version only after the first event that is not an ADDED; we always
+watch from a version a LIST gave us).
 """
 
 from __future__ import annotations
@@ -215,7 +221,9 @@ class Reflector:
     def run(self) -> None:
         """The loop: ``list_and_watch``, back off after it fails, repeat until stopped.
 
-        client-go ``Reflector.Run``: ``wait.BackoffUntil(ListAndWatch)``.
+        client-go ``Reflector.Run``: the delay handler's ``Until`` around
+        ``ListAndWatch`` since 0.36 (``wait.BackoffUntil`` before), waiting a
+        backoff step after every round.
         """
         log.info("reflector %s: starting (%s)", self.name, self._lw)
         try:
@@ -234,12 +242,11 @@ class Reflector:
     # -- one round: LIST, then WATCH until something says "list again" ------------------
 
     def list_and_watch(self) -> None:
-        """LIST into the sink, then WATCH until an error calls for a fresh LIST.
+        """LIST into the sink, then WATCH until an error calls for a fresh LIST (``ListAndWatch``).
 
-        client-go ``ListAndWatch``. Returns only when stopped; every reason to
-        start over (a 410, a 403, a very short watch) is raised, and :meth:`run`
-        logs it and backs off. A watch that ends or breaks is watched again inside
-        ``_watch_until_error``, without a LIST.
+        Every reason to start over (a 410, a 403, a very short watch) is raised
+        for :meth:`run` to log and back off; a watch that ends or breaks is
+        watched again inside ``_watch_until_error``, without a LIST.
         """
         if self._list():
             self._watch_until_error()
@@ -258,7 +265,7 @@ class Reflector:
             if not (is_expired(err) or is_too_large_resource_version(err)):
                 raise
             # The version we asked for is gone (or the server has not reached it
-            # yet): ask etcd for the newest state instead.
+            # yet): ask for the newest state instead (a consistent read).
             log.info(
                 "reflector %s: LIST at resourceVersion %r failed (%s); listing at the newest "
                 'version (resourceVersion "")',

@@ -4,6 +4,10 @@ Tests marked ``cluster`` talk to the cluster that ``make test`` starts (it
 exports KUBECONFIG). Run on their own without a cluster, they fail with the
 sentence :func:`helpers.kube.connect` gives, rather than skipping silently.
 
+They create and delete namespaces, CRDs and objects, so a session that holds
+any of them (or a notebook) first checks that the cluster is one the course
+created (``tests/session_guard.py``, called from the root ``conftest.py``).
+
 Tests that start, break and stop clusters of their own use ``course_home``: a
 course folder under the test's tmp_path, so they never touch the cluster the
 rest of the suite (or a learner) uses.
@@ -26,6 +30,8 @@ from kubernetes.client.exceptions import ApiException
 from helpers import kube
 from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
+from helpers.namespaces import COURSE_LABELS
+from tests.session_guard import uses_cluster
 
 MAX_CLUSTER_REPORTS = 5
 """A run that fails in many cells at once repeats itself after a few reports."""
@@ -36,8 +42,7 @@ _reports_made: list[str] = []
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()
-    uses_cluster = item.get_closest_marker("cluster") is not None or item.path.suffix == ".ipynb"
-    if report.when != "call" or not report.failed or not uses_cluster:
+    if report.when != "call" or not report.failed or not uses_cluster(item):
         return
     if len(_reports_made) >= MAX_CLUSTER_REPORTS:
         return
@@ -61,7 +66,8 @@ def namespace(api: kubernetes.client.ApiClient, request: pytest.FixtureRequest) 
     core = kubernetes.client.CoreV1Api(api)
     base = request.node.name.lower().replace("_", "-")[:40].strip("-")
     name = f"t-{base}-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": name, "labels": {"course-test": "true"}}})
+    labels = {**COURSE_LABELS, "course-test": "true"}
+    core.create_namespace({"metadata": {"name": name, "labels": labels}})
     yield name
     try:
         core.delete_namespace(name)

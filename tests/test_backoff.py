@@ -148,7 +148,7 @@ def test_wait_returns_false_at_once_when_stopped() -> None:
     stop.set()
     waiter.join(GUARD)
     assert result == [False]
-    assert time.monotonic() - interrupted < 2.0
+    assert time.monotonic() - interrupted < 10  # the stop, not the 30 s wait (busy machine room)
 
 
 def test_wait_on_a_fake_clock_is_also_woken_by_stop() -> None:

@@ -1,11 +1,16 @@
 """The live widgets in a real JupyterLab, in a real (headless) browser.
 
 Each test copies ``notebooks/`` to a temporary folder (so JupyterLab's autosave cannot touch the
-stored outputs), opens a chapter in the JupyterLab the course installs, runs all its cells from
-the menu, and watches, from inside the page, every change of a widget's image: a
-MutationObserver notes the time and whether the kernel was busy. It passes when the picture
-moved while the kernel was busy (at least 4 frames in its best second), the finished
+stored outputs), opens a chapter in the JupyterLab the course installs (with a token made for the
+run, never a fixed one), runs all its cells from the menu, and watches, from inside the page,
+every change of a widget's image: a MutationObserver notes the time, which widget, and whether
+the kernel was busy. It passes when the pictures moved while the kernel was busy, the finished
 chapter shows static PNGs where the widgets were, and no cell shows an error or a stderr output.
+
+The bounds come from the mechanism, not from the speed of the machine (a loaded 2-core machine
+renders a frame in a second or more): a LiveFigure sends a frame every ``refresh`` seconds while
+its cell runs, so a picture whose cell lasts several refresh periods by construction moves at
+least once however slowly each frame renders (see each test for which pictures those are).
 
 The browser is the operating system's Chromium, driven by Playwright (from PyPI, in
 requirements.txt) through ``executable_path``: nothing is downloaded. Without Chromium the tests
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -32,21 +38,20 @@ from typing import Any
 
 import pytest
 
+from tests.chromium import ENABLE, launched, unavailable
+
 ROOT = Path(__file__).resolve().parents[1]
-TOKEN = "cfs-browser-check"
+TOKEN = secrets.token_urlsafe(32)
+"""This run's JupyterLab token: made afresh, so no other user of the machine can guess it."""
 # The execution indicator of the notebook on show (hidden tabs have one too).
 IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle'] >> visible=true"
 BUSY = ".jp-Notebook-ExecutionIndicator[data-status='busy'] >> visible=true"
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
-ENABLE = (
-    "install Chromium (`apt-get install chromium`, or set CFS_CHROMIUM to a Chromium binary) "
-    "to run them"
-)
-
-# Notes every change of a widget image's src, with the time and the kernel's state then.
+# Notes every change of a widget image's src: the time, which widget, the kernel's state then.
 WATCH_FRAMES = """
 () => {
   window.__frames = [];
+  const ids = new WeakMap();  // a widget's image element -> its number, in order of first change
+  let next = 0;
   const status = () => {  // the indicator of the notebook on show
     const shown = [...document.querySelectorAll('.jp-Notebook-ExecutionIndicator')]
       .filter((el) => el.offsetParent !== null);
@@ -56,31 +61,13 @@ WATCH_FRAMES = """
     for (const m of mutations) {
       const el = m.target;
       if (el.tagName === 'IMG' && m.attributeName === 'src' && el.closest('.jupyter-widgets')) {
-        window.__frames.push([performance.now() / 1000, status()]);
+        if (!ids.has(el)) ids.set(el, next++);
+        window.__frames.push([performance.now() / 1000, status(), ids.get(el)]);
       }
     }
   }).observe(document.body, {subtree: true, attributes: true, attributeFilter: ['src']});
 }
 """
-
-
-def chromium() -> str | None:
-    """The Chromium to drive: $CFS_CHROMIUM, else the first one on PATH."""
-    named = os.environ.get("CFS_CHROMIUM")
-    if named:
-        return named if Path(named).exists() else None
-    return next((path for name in CHROMIUM_NAMES if (path := shutil.which(name))), None)
-
-
-def unavailable() -> str | None:
-    """Why the browser tests cannot run here, or None."""
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "Playwright is not installed (`make setup` installs it from requirements.txt)"
-    if chromium() is None:
-        return "no Chromium was found"
-    return None
 
 
 PROBLEM = unavailable()
@@ -90,14 +77,8 @@ if PROBLEM is not None and os.environ.get("CI") != "true":  # one line in the su
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if PROBLEM is not None:
-        pytest.fail(f"the browser tests must run in CI, but {PROBLEM}; {ENABLE}")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
-        yield launched
-        launched.close()
+    with launched("the browser tests") as chromium_browser:
+        yield chromium_browser
 
 
 @pytest.fixture(scope="module")
@@ -151,21 +132,17 @@ def lab() -> Iterator[str]:
 class Run:
     """What the browser saw while a chapter ran."""
 
-    frames: list[tuple[float, str | None]]  # (seconds, kernel status) per widget image change
+    frames: list[tuple[float, str | None, int]]  # (seconds, kernel status, widget) per change
     static_images: int
     errors: list[str]
     seconds: float
 
     def busy_frames(self) -> list[float]:
-        return [t for t, status in self.frames if status == "busy"]
+        return [t for t, status, _widget in self.frames if status == "busy"]
 
-    def best_rate(self, window: float = 1.0) -> float:
-        """The most frames a second over any ``window`` seconds while the kernel was busy."""
-        times = self.busy_frames()
-        best = 0
-        for i, start in enumerate(times):
-            best = max(best, sum(1 for t in times[i:] if t < start + window))
-        return best / window
+    def moved_while_busy(self) -> int:
+        """How many different widgets changed their picture while the kernel was busy."""
+        return len({widget for _t, status, widget in self.frames if status == "busy"})
 
 
 def wait_for_kernel(lab: str, chapter: str, timeout: float = 90) -> None:
@@ -270,19 +247,48 @@ def run_chapter(browser: Any, lab: str, chapter: str, limit: float) -> Run:
         page.close()
 
 
+TIMELINES_06 = 10
+"""Live timelines chapter 06 shows (each left as a static PNG), the playground's among them."""
+LONG_CELLS_06 = 3
+"""Chapter 06's pictures whose cells last, by the mechanism they show, at least 4 s on any
+machine: forty failures paced by a bucket of 5 a second after a burst of 10 (6 s), thirty status
+writes paced by the client's bucket of 5 a second after its burst of 10 (4 s), and the
+playground, live across three cells. A frame is due every 0.4 s; rendering one takes up to 2 s
+on a loaded 2-core machine (measured): each of these gets at least one frame while it runs."""
+
+
 @pytest.mark.cluster
 def test_chapter_06_timeline_moves_while_the_kernel_works(browser: Any, lab: str) -> None:
-    run = run_chapter(browser, lab, "06_reconcile_loop.ipynb", limit=240)
+    run = run_chapter(browser, lab, "06_reconcile_loop.ipynb", limit=300)
     print(
         f"chapter 06 in JupyterLab: {run.seconds:.0f} s, {len(run.busy_frames())} timeline "
-        f"frames while busy, at best {run.best_rate():.1f}/s, {run.static_images} static images"
+        f"frames while busy, from {run.moved_while_busy()} pictures; {run.static_images} static"
     )
     if run.errors:
         state = cluster_state("06")
         pytest.fail(f"error output in the chapter: {run.errors[0][:500]}\n{state}")
-    assert len(run.busy_frames()) >= 20, "the timeline did not move while the cells ran"
-    assert run.best_rate() >= 4, f"at best {run.best_rate():.1f} frames a second"
-    assert run.static_images >= 10, "each timeline should be left as a static PNG"
+    assert run.moved_while_busy() >= LONG_CELLS_06, "the timelines did not move while cells ran"
+    assert run.static_images >= TIMELINES_06, "each timeline should be left as a static PNG"
+
+
+SWIMLANES_07 = 5
+"""Swimlane pictures chapter 07 shows. Each replays its chain before the cell ends, and the cell
+waits until the replay's last frame is drawn: so each moves while its cell runs, by
+construction, however slow the machine."""
+
+
+@pytest.mark.cluster
+def test_chapter_07_swimlanes_replay_while_the_kernel_works(browser: Any, lab: str) -> None:
+    run = run_chapter(browser, lab, "07_from_deployment_to_pod.ipynb", limit=300)
+    print(
+        f"chapter 07 in JupyterLab: {run.seconds:.0f} s, {len(run.busy_frames())} swimlane "
+        f"frames while busy, from {run.moved_while_busy()} pictures; {run.static_images} static"
+    )
+    if run.errors:
+        state = cluster_state("07")
+        pytest.fail(f"error output in the chapter: {run.errors[0][:500]}\n{state}")
+    assert run.moved_while_busy() >= SWIMLANES_07, "a picture did not replay while its cell ran"
+    assert run.static_images >= SWIMLANES_07, "each picture should be left as a static PNG"
 
 
 @pytest.mark.cluster

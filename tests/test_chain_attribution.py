@@ -469,3 +469,69 @@ def test_pod_counts_leave_out_pods_being_deleted() -> None:
     ]
     times, existing, ready = pod_counts(changes)
     assert (times, existing, ready) == ([0, 1, 2, 3, 4, 5], [1, 1, 2, 2, 1, 1], [0, 1, 1, 2, 1, 1])
+
+
+# --- the table and the picture --------------------------------------------------------------------
+
+
+def test_the_table_is_text_and_an_html_table_that_wraps() -> None:
+    from helpers.chain import Row, table
+
+    text = table([Row(1, 0.5, "Deployment web", "created", "you", "managedFields: you <x>")])
+    assert text.splitlines()[1].split()[:3] == ["1", "t+0.500s", "Deployment"]
+    html = text._repr_html_()
+    assert html.count("<tr>") == 2 and "&lt;x&gt;" in html, "a row, the header, escaped"
+
+
+def pod_change(at: float, name: str, step: int, actor: str) -> Change:
+    return Change(at, "Pod", name, "x", "", "", actor, "", step, ())
+
+
+def test_circles_of_one_step_at_one_time_are_one_and_others_do_not_cover_each_other() -> None:
+    from helpers.swimlanes import CIRCLE_PIXELS, LEVEL, circles
+
+    row = {"kubelet": 0.0, "replicaset-controller": 1.0}
+    per_second = 1000.0  # a pixel a millisecond
+    created = [pod_change(0.100 + n * 0.002, f"web-1-{n}", 3, "replicaset-controller")
+               for n in range(3)]  # fmt: skip
+    near = [pod_change(0.300, "web-1-0", 4, "kubelet"), pod_change(0.305, "web-1-1", 9, "kubelet")]
+    placed = circles([*created, *near], row, per_second, {})
+    assert [len(c.changes) for c in placed] == [3, 1, 1], "three Pods created at once: one circle"
+    four, nine = placed[1], placed[2]
+    assert abs(nine.x - four.x) * per_second < CIRCLE_PIXELS and abs(nine.y - four.y) == LEVEL
+
+
+def test_the_old_and_the_new_replica_set_are_told_apart() -> None:
+    from helpers.swimlanes import circles, role_of
+
+    roles = {"web-old": "old", "web-new": "new"}
+    assert role_of(pod_change(0, "web-old-abcde", 3, "x"), roles) == "old"
+    assert role_of(pod_change(0, "web-new", 2, "x"), roles) == "new"
+    assert role_of(pod_change(0, "web-older-abcde", 3, "x"), roles) is None
+    both = [pod_change(0.1, "web-old-a", 3, "rs"), pod_change(0.1, "web-new-b", 3, "rs")]
+    assert len(circles(both, {"rs": 0.0}, 1000.0, roles)) == 2, "never one mark for both"
+
+
+def test_a_replay_grows_to_the_whole_chain_and_says_when_it_is_done() -> None:
+    """The cell waits for the replay's last frame (an event, not a sleep)."""
+    import time
+
+    from helpers.swimlanes import LiveSwimlanes
+
+    class Recorded:
+        def __init__(self, changes: list[Change]) -> None:
+            self._changes = changes
+
+        def changes(self, since: float = 0.0) -> list[Change]:
+            return [c for c in self._changes if c.at >= since]
+
+    changes = [pod_change(0.1 * n, f"web-1-{n}", 3, "you") for n in range(10)]
+    lanes = LiveSwimlanes(Recorded(changes), caption="c", title="t", replay=1.0, show=False)  # type: ignore[arg-type]
+    lanes.freeze(changes)
+    lanes._replay_from = time.monotonic()
+    lanes._draw()
+    assert "replayed" in lanes.axes["lanes"].get_title(loc="left")
+    assert not lanes._replayed.is_set()
+    lanes._replay_from = time.monotonic() - 1.0
+    lanes._draw()
+    assert lanes._replayed.is_set()

@@ -46,7 +46,8 @@ class FakeComponents:
         kwok_dir = self.cluster.kwok_dir
         for folder in ("bin", "pids", "logs"):
             (kwok_dir / folder).mkdir(parents=True, exist_ok=True)
-        home.cluster_dir(name).mkdir(parents=True, exist_ok=True)
+        home.make_cluster_dir(name)
+        home.state_file(name).write_text('{"backend": "local"}')  # as `up` writes it first
         self.components: list[dict[str, object]] = []
 
     def add(self, component: str) -> Path:

@@ -46,9 +46,11 @@ def test_a_full_queue_drops_and_counts_and_never_blocks_the_caller() -> None:
     sender.event(FOO, NORMAL, "First", "taken by the thread")
     assert held.writing.wait(GUARD)  # the thread holds First: the queue is empty again
     sender.event(FOO, NORMAL, "Second", "waits in the queue")
-    started = time.monotonic()
-    sender.event(FOO, NORMAL, "Third", "no room")
-    assert time.monotonic() - started < 1.0
+    # A put that blocked would wait for the held write, which is released only below.
+    third = threading.Thread(target=sender.event, args=(FOO, NORMAL, "Third", "no room"))
+    third.start()
+    third.join(GUARD)
+    assert not third.is_alive(), "event() blocked on a full queue"
     assert sender.dropped == 1
     held.release.set()
     assert sender.stop(timeout=GUARD)
@@ -62,7 +64,8 @@ def test_stop_is_bounded_when_a_write_hangs_and_later_events_are_dropped() -> No
     assert held.writing.wait(GUARD)
     started = time.monotonic()
     assert sender.stop(timeout=0.5) is False
-    assert 0.4 <= time.monotonic() - started < 5.0
+    # It waited its timeout, and not for the write, which hangs until released below.
+    assert 0.5 <= time.monotonic() - started < GUARD
     sender.event(FOO, NORMAL, "Late", "after stop")
     assert sender.dropped == 1
     held.release.set()
@@ -107,7 +110,8 @@ def test_a_sync_does_not_wait_for_an_api_server_that_does_not_answer(
         direct = time.monotonic() - started
         assert sender.stop(timeout=GUARD)  # the queued write timed out too, and was logged
         proxy.cut()
-    assert queued < 0.1 and direct >= 1.5, (queued, direct)
+    # The direct write waits for its 2 s read timeout; queueing waits for nothing.
+    assert direct >= 1.5 and queued < direct / 2, (queued, direct)
 
 
 def test_an_event_sent_while_stop_begins_is_written_or_counted_never_lost() -> None:

@@ -1,5 +1,10 @@
 """Chapter 02's exercise checks (02a and 02b) say "not attempted", "wrong" and "correct" when
-they should, and every stored solution passes its check (check 4 against the real cluster)."""
+they should, and every stored solution passes its check (check 4 against the real cluster).
+
+The cheats a learner could reach for are judged wrong too: flipping letters one at a time
+until the verdict stops naming one, a table of schedules remembered from a failure message,
+an answer copied from what the chapter printed. No wrong verdict says what is right.
+"""
 
 from __future__ import annotations
 
@@ -25,16 +30,31 @@ def test_exercise_1_predictions() -> None:
     assert ch02.check_1(None).state == "not attempted yet"
     assert ch02.check_1(["watch"]).state == "wrong"
     verdict = ch02.check_1({"a": "watch"})
-    assert verdict.state == "wrong" and "no 'watch' or 'list' for b" in verdict.detail
+    assert verdict.state == "wrong" and "no 'watch' or 'list' for b, c, d, e" in verdict.detail
     # The old belief: a broken connection means a re-list.
     relist_on_break = {"a": "watch", "b": "list", "c": "list", "d": "watch", "e": "list"}
     verdict = ch02.check_1(relist_on_break)
-    assert verdict.state == "wrong" and "StreamWatcher" in verdict.detail
-    relist_on_429 = {**solutions.answer_1, "d": "re-list"}
-    verdict = ch02.check_1(relist_on_429)
-    assert verdict.state == "wrong" and "slow down" in verdict.detail
+    assert verdict.state == "wrong" and verdict.detail.startswith("4 of 5 right")
+    everything_lists = dict.fromkeys("abcde", "list")
+    assert ch02.check_1(everything_lists).detail.startswith("2 of 5 right")
     assert ch02.check_1({k.upper(): v.upper() for k, v in solutions.answer_1.items()}).correct
     assert ch02.check_1(solutions.answer_1).correct
+
+
+def test_exercise_1_is_judged_as_a_whole_not_letter_by_letter() -> None:
+    """A learner who flips one letter at a time learns only a count: every answer with one
+    wrong letter gets the same sentence, which names no letter."""
+    flip = {"watch": "list", "list": "watch"}
+    details = set()
+    for letter in "abcde":
+        one_wrong = {**solutions.answer_1, letter: flip[solutions.answer_1[letter]]}
+        verdict = ch02.check_1(one_wrong)
+        assert verdict.state == "wrong", letter
+        details.add(verdict.detail)
+    assert len(details) == 1
+    (detail,) = details
+    assert detail.startswith("4 of 5 right")
+    assert not any(f"{letter}:" in detail or f"({letter})" in detail for letter in "abcde")
 
 
 def test_exercise_2_watch_versions() -> None:
@@ -57,6 +77,7 @@ def test_exercise_3_schedule() -> None:
 
     verdict = ch02.check_3(uncapped)
     assert verdict.state == "wrong" and "schedule(0.8, 2.0, 30.0, 8)" in verdict.detail
+    assert "delay 7 (51.2 s)" in verdict.detail
 
     def caps_only_growth(initial: float, factor: float, cap: float, n: int) -> list[float]:
         delays, base = [], initial  # forgets that initial itself may be above the cap
@@ -68,6 +89,28 @@ def test_exercise_3_schedule() -> None:
     verdict = ch02.check_3(caps_only_growth)
     assert verdict.state == "wrong" and "schedule(5.0, 2.0, 3.0, 3)" in verdict.detail
     assert ch02.check_3(solutions.schedule).correct
+
+
+def test_exercise_3_a_table_of_remembered_schedules_is_wrong() -> None:
+    """The schedules of the fixed settings, remembered (from a failure message, or from
+    Backoff itself), fail on the setting the check makes up on each run; and a wrong
+    verdict never prints the delays Backoff hands out."""
+    remembered = {
+        (initial, factor, cap, n): ch02.backoff_schedule(initial, factor, cap, n)
+        for initial, factor, cap, n in ch02._SCHEDULE_CASES
+    }
+
+    def table(initial: float, factor: float, cap: float, n: int) -> list[float]:
+        return remembered.get((initial, factor, cap, n), [initial] * n)
+
+    verdict = ch02.check_3(table)
+    assert verdict.state == "wrong"
+    assert "[" not in verdict.detail  # no list of delays, right or wrong
+
+    def chapter_printed(initial: float, factor: float, cap: float, n: int) -> list[float]:
+        return [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0][:n]  # 02a's cell 37
+
+    assert ch02.check_3(chapter_printed).state == "wrong"
 
 
 def test_exercise_5_what_the_store_holds() -> None:
@@ -89,7 +132,7 @@ def test_exercise_5_what_the_store_holds() -> None:
         # a cluster-scoped key with a slash
         ("/kwok-node-0", "farm/cherry"): "its name alone",
         # the Node forgotten
-        ("farm/cherry",): "still holds kwok-node-0",
+        ("farm/cherry",): "a key you left out",
     }
     for keys, hint in cases.items():
         verdict = ch02.check_5((list(keys), namespaces))
@@ -101,6 +144,9 @@ def test_exercise_5_what_the_store_holds() -> None:
     assert verdict.state == "wrong" and "namespace ''" in verdict.detail
     assert ch02.check_5((tuple(keys), {"farm", ""})).correct
     assert ch02.check_5(solutions.answer_store).correct
+    printed = (["farm/cherry", "shop/apple"], ["farm", "shop"])  # what 02a's cell 25 printed
+    verdict = ch02.check_5(printed)
+    assert verdict.state == "wrong" and "kwok-node-0" not in verdict.detail
 
 
 def test_verdicts_carry_the_number_the_learner_sees() -> None:

@@ -1,6 +1,11 @@
 """Chapter 03's exercise checks say "not attempted", "wrong" and "correct" when they should,
 and every stored solution passes its check. Checks 1 and 2 are 03a's exercises 1 and 2, checks 3
-and 4 are 03b's exercises 1 and 2, and each verdict names its exercise as the notebook does."""
+and 4 are 03b's exercises 1 and 2, and each verdict names its exercise as the notebook does.
+
+Each check is tried with an answer copied from what its chapter printed (and check 2 with a
+class that holds fixed counts): each must say "wrong". On a cluster with etcd access the
+tombstone check gives a real verdict; only without it may it say it can't check.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,15 @@ from helpers.lister import Lister
 from notebooks.solutions import ch03 as solutions
 
 
+def assert_check_2_judges(verdict: Any) -> None:
+    """A real verdict where the cluster can compact etcd; "can't check" only where it cannot."""
+    if describe().etcd_url is None:
+        assert "can't check this on a cluster without etcd access" in str(verdict)
+        assert "not attempted" not in str(verdict)
+    else:
+        assert verdict.correct, verdict
+
+
 @pytest.mark.cluster
 def test_ch03_check_1_stuck_handler(api: kubernetes.client.ApiClient, namespace: str) -> None:
     assert ch03.check_1(None, api, namespace).state == "not attempted yet"
@@ -25,10 +39,12 @@ def test_ch03_check_1_stuck_handler(api: kubernetes.client.ApiClient, namespace:
     assert in_the_call.state == "wrong" and "middle" in in_the_call.detail
     held_back = ch03.check_1((2, 0), api, namespace)
     assert held_back.state == "wrong" and "thread" in held_back.detail
+    # 03a's slow-handler drill printed: 2 changes heard by the other, 1 waiting in the buffer.
+    copied = ch03.check_1((1, 2), api, namespace)
+    assert copied.state == "wrong" and "3" not in copied.detail
     assert ch03.check_1(solutions.answer_1, api, namespace).correct
     kubernetes.client.CoreV1Api(api).delete_namespace(namespace)
-    verdict = ch03.check_2(solutions.DeleteCounter, api, namespace)
-    assert verdict.correct or "can't check this" in str(verdict)
+    assert_check_2_judges(ch03.check_2(solutions.DeleteCounter, api, namespace))
 
 
 def test_ch03_check_3_same_colour() -> None:
@@ -41,7 +57,20 @@ def test_ch03_check_3_same_colour() -> None:
 
     verdict = ch03.check_3(every_namespace, Lister)
     assert verdict.state == "wrong" and "a/apple" in verdict.detail
+    assert "another namespace" in verdict.detail
     assert ch03.check_3(solutions.same_colour, Lister).correct
+
+
+def test_ch03_check_3_says_wrong_to_an_answer_copied_from_the_chapter() -> None:
+    """03b printed "green or black: ['cherry', 'fig']"; a function returning what the chapter
+    printed is wrong, and the message names the rule it broke, not the expected list."""
+
+    def copied(lister: Any, namespace: str, name: str) -> list[str]:
+        return ["cherry", "fig"]
+
+    verdict = ch03.check_3(copied, Lister)
+    assert verdict.state == "wrong", verdict
+    assert "['cherry']" not in verdict.detail and "['lime']" not in verdict.detail
 
 
 @pytest.mark.cluster
@@ -64,6 +93,17 @@ def test_ch03_check_2_delete_counter(api: kubernetes.client.ApiClient, namespace
 
     verdict = ch03.check_2(OnlyObjects, api, namespace)
     assert verdict.state == "wrong" and "tombstone" in verdict.detail
+
+    class FixedCounts:
+        """The cheat: the counts the exercise text used to state, one live and one missed."""
+
+        deletes = 2
+        tombstones = 1
+
+    verdict = ch03.check_2(FixedCounts, api, namespace)
+    assert verdict.state == "wrong", verdict
+    # The message names what the class did, never the count it should have had (3 in run 1).
+    assert "deletes is 2," in verdict.detail and "3" not in verdict.detail
     assert ch03.check_2(solutions.DeleteCounter, api, namespace).correct
 
 
@@ -71,6 +111,9 @@ def test_ch03_check_2_delete_counter(api: kubernetes.client.ApiClient, namespace
 def test_ch03_check_4_lister_requests(api: kubernetes.client.ApiClient, namespace: str) -> None:
     assert ch03.check_4(None, api, namespace).state == "not attempted yet"
     assert ch03.check_4(5, api, namespace).state == "wrong"
+    # 03b printed "through the lister: 2 requests" and "calling the API: 63 requests".
+    for copied in (2, 63):
+        assert ch03.check_4(copied, api, namespace).state == "wrong"
     assert ch03.check_4(solutions.answer_2, api, namespace).correct
 
 
@@ -81,8 +124,7 @@ def test_ch03_checks_after_run_all(api: kubernetes.client.ApiClient, namespace: 
     assert ch03.check_4(solutions.answer_2, api, namespace).correct
     assert ch03.check_1(solutions.answer_1, api, namespace).correct
     kubernetes.client.CoreV1Api(api).delete_namespace(namespace)
-    verdict = ch03.check_2(solutions.DeleteCounter, api, namespace)
-    assert verdict.correct or "can't check this" in str(verdict)
+    assert_check_2_judges(ch03.check_2(solutions.DeleteCounter, api, namespace))
 
 
 def test_ch03_verdicts_number_exercises_as_each_notebook_does() -> None:

@@ -13,6 +13,7 @@ from helpers.workqueue import (
     ItemFastSlowRateLimiter,
     MaxOfRateLimiter,
     RateLimitingQueue,
+    default_controller_rate_limiter,
 )
 from notebooks.solutions import ch04 as solutions
 
@@ -116,3 +117,15 @@ def test_exercise_3() -> None:
     raised = ch04.check_3(lets_errors_out)
     assert raised.state == "wrong" and "RuntimeError" in raised.detail
     assert ch04.check_3(solutions.process_with_retries).correct
+
+
+def test_answers_copied_from_the_chapter_are_wrong() -> None:
+    """What chapter 04 printed is not an answer: the placeholder's example, the schedule itself,
+    the default limiter whose delays the chapter printed, the chapter's own worker."""
+    assert ch04.check_1((3, ["a", "b", "c"])).state == "wrong"  # the example in the cell
+    # The dedup demo printed "after done(), the queue hands out ['shop/db', 'shop/web']".
+    assert ch04.check_1((2, ["shop/db", "shop/web"])).state == "wrong"
+    assert ch04.check_2(ch04.SCHEDULE_2).state == "wrong"  # type: ignore[arg-type]
+    verdict = ch04.check_2(default_controller_rate_limiter())
+    assert verdict.state == "wrong" and "failure 1 waits 0.005 s" in verdict.detail
+    assert ch04.check_3(retries_forever).state == "wrong"  # the chapter's process_next_work_item

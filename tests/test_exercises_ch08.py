@@ -1,60 +1,145 @@
-"""Chapter 08's exercise checks say "not attempted", "wrong" and "correct" when they should,
-and every stored solution passes its check (3 against the real cluster)."""
+"""Chapter 08's exercise checks say "not attempted", "wrong" and "correct" when they should.
+
+Every stored solution passes its check (2, 3 and 4 against the real cluster), and each check
+says "wrong" to what the chapter printed: the answers a reader could copy from 08a and 08b
+without building or predicting anything. After "Run All" the chapters' last cells have
+deleted their namespaces; the checks bring them back.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterator
+from typing import Any
 
 import kubernetes
 import pytest
+import yaml
 
+from helpers import namespaces, rbac
 from helpers.exercises import ch08
 from notebooks.solutions import ch08 as solutions
 
 
-def test_exercise_1_failover_prediction() -> None:
+@pytest.fixture
+def chapter_namespace(api: kubernetes.client.ApiClient) -> Iterator[str]:
+    """A namespace made the way a chapter makes its own (the course's labels), deleted after."""
+    name = namespaces.fresh_namespace(api, f"t-ch08-{uuid.uuid4().hex[:6]}")
+    yield name
+    namespaces.delete_namespace(api, name)
+
+
+def test_exercise_1_more_workers_against_one_bucket() -> None:
     assert ch08.check_1(None).state == "not attempted yet"
-    for wrong_answer in ("a", "c", "d"):
-        assert ch08.check_1(wrong_answer).state == "wrong"
-    assert ch08.check_1("z").state == "wrong"
-    assert ch08.check_1(solutions.answer_1).correct
+    # 08a printed both paces: 5 a second, and more at --kube-api-qps 50 ("d").
+    for copied_or_guessed in ("a", "c", "d", "z"):
+        assert ch08.check_1(copied_or_guessed).state == "wrong"
+    verdict = ch08.check_1(solutions.answer_1)
+    assert verdict.correct and "8 threads took" in verdict.detail
 
 
-def test_exercise_2_rbac_verbs() -> None:
-    assert ch08.check_2(None).state == "not attempted yet"
+def test_tokens_taken_follow_the_bucket_not_the_threads() -> None:
+    """The demonstration behind check 1: burst plus rate, for two threads or eight."""
+    for threads in (2, 8):
+        assert 10 + 5 * 1.0 - 2 <= ch08.tokens_taken(threads, 1.0) <= 10 + 5 * 1.0 + 2
 
-    def by_method_only(method: str, path: str, query: Mapping[str, str]) -> tuple[str, str]:
-        """Plausible and wrong: GET is always get, and the group is forgotten."""
-        verb = {"GET": "get", "POST": "create", "PUT": "update"}.get(method, method.lower())
-        return verb, path.rstrip("/").split("/")[-1]
 
-    verdict = ch08.check_2(by_method_only)
-    assert verdict.state == "wrong" and "needs ('list', 'foos.samplecontroller.k8s.io')" in (
-        verdict.detail
-    )
+def _copied_from_08a(process: Any) -> str | None:
+    """What 08a printed for readiness: the informers' check, the same on leader and standby."""
+    return process._caches_synced()
 
-    def no_subresource(method: str, path: str, query: Mapping[str, str]) -> tuple[str, str]:
-        verb, resource = solutions.rbac_verb(method, path, query)
-        return verb, resource.replace("/status", "")
 
-    verdict = ch08.check_2(no_subresource)
-    assert verdict.state == "wrong" and "foos/status" in verdict.detail
+def _ready_always(process: Any) -> str | None:
+    return None
 
-    def raises(method: str, path: str, query: Mapping[str, str]) -> tuple[str, str]:
-        raise KeyError(path)
 
-    assert "raised KeyError" in ch08.check_2(raises).detail
-    assert ch08.check_2(solutions.rbac_verb).correct
+def _raises(process: Any) -> str | None:
+    raise AttributeError("no such thing")
+
+
+def _ready_only_if_nobody_leads(process: Any) -> str | None:
+    """Plausible and wrong: ready when the process leads... or when it cannot tell."""
+    elector = process.elector
+    if elector is None:
+        return None
+    return None if elector.get_leader() in ("", elector.lock.identity) else "standby"
 
 
 @pytest.mark.cluster
-def test_exercise_3_finalizer_prediction(api: kubernetes.client.ApiClient, namespace: str) -> None:
-    assert ch08.check_3(None, api, namespace).state == "not attempted yet"
-    verdict = ch08.check_3("a", api, namespace)
-    assert verdict.state == "wrong" and "deletionTimestamp" in verdict.detail
-    assert ch08.check_3(solutions.answer_3, api, namespace).correct
-    # Each check cleaned up after itself: the Foo is gone.
+def test_exercise_2_readiness_tied_to_leadership(
+    api: kubernetes.client.ApiClient, chapter_namespace: str
+) -> None:
+    assert ch08.check_2(None, api, chapter_namespace).state == "not attempted yet"
+    for wrong_check in (_copied_from_08a, _ready_always, _raises):
+        verdict = ch08.check_2(wrong_check, api, chapter_namespace)
+        assert verdict.state == "wrong", (wrong_check.__name__, verdict)
+    assert "standby" in str(ch08.check_2(_ready_always, api, chapter_namespace))
+    assert ch08.check_2(solutions.leading, api, chapter_namespace).correct
+    # A standby that says one word is not a sentence: the check asks for why.
+    verdict = ch08.check_2(_ready_only_if_nobody_leads, api, chapter_namespace)
+    assert verdict.state == "wrong" and "sentence" in verdict.detail
+
+
+def _rules_08b_printed() -> list[dict[str, Any]]:
+    """The ClusterRole rules 08b printed from manifests/rbac.yaml (the plain controller's)."""
+    documents = yaml.safe_load_all((rbac.MANIFESTS / "rbac.yaml").read_text())
+    (cluster_role,) = [d for d in documents if d and d["kind"] == "ClusterRole"]
+    return cluster_role["rules"]
+
+
+@pytest.mark.cluster
+def test_exercise_3_least_privilege_for_the_finalizing_controller(
+    api: kubernetes.client.ApiClient, chapter_namespace: str
+) -> None:
+    assert ch08.check_3(None, api, chapter_namespace).state == "not attempted yet"
+    verdict = ch08.check_3(_rules_08b_printed(), api, chapter_namespace)
+    assert verdict.state == "wrong" and "patch foos.samplecontroller.k8s.io" in verdict.detail
+    assert "403" in verdict.detail
+    deleting = {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["delete"]}
+    too_much = [*solutions.finalizing_rules, deleting]
+    verdict = ch08.check_3(too_much, api, chapter_namespace)
+    assert verdict.state == "wrong" and "delete deployments.apps" in verdict.detail
+    wildcard = [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
+    assert "wildcard" in ch08.check_3(wildcard, api, chapter_namespace).detail
+    assert ch08.check_3([{"verbs": ["get"]}], api, chapter_namespace).state == "wrong"
+    assert ch08.check_3(solutions.finalizing_rules, api, chapter_namespace).correct
+    # The Role's rules are replaced on every attempt, not kept from the first one.
+    assert ch08.check_3(_rules_08b_printed(), api, chapter_namespace).state == "wrong"
+
+
+@pytest.mark.cluster
+def test_exercise_4_foreground_delete_of_a_finalized_foo(
+    api: kubernetes.client.ApiClient, chapter_namespace: str
+) -> None:
+    assert ch08.check_4(None, api, chapter_namespace).state == "not attempted yet"
+    # "a" is the order 08b's picture showed (a plain, background delete).
+    for copied_or_guessed in ("a", "c", "d", "z"):
+        assert ch08.check_4(copied_or_guessed, api, chapter_namespace).state == "wrong"
+    assert ch08.check_4(solutions.answer_4, api, chapter_namespace).correct
+    # Each check cleaned up after itself: no Foo, no Deployment left.
     foos = kubernetes.client.CustomObjectsApi(api).list_namespaced_custom_object(
-        "samplecontroller.k8s.io", "v1alpha1", namespace, "foos"
+        "samplecontroller.k8s.io", "v1alpha1", chapter_namespace, "foos"
     )
-    assert foos["items"] == []
+    deployments = kubernetes.client.AppsV1Api(api).list_namespaced_deployment(chapter_namespace)
+    assert foos["items"] == [] and deployments.items == []
+
+
+@pytest.mark.cluster
+def test_checks_after_run_all_bring_the_namespace_back(
+    api: kubernetes.client.ApiClient, chapter_namespace: str
+) -> None:
+    """After "Run All" a chapter's last cell has deleted its namespace: no bare 404."""
+    core = kubernetes.client.CoreV1Api(api)
+    core.delete_namespace(chapter_namespace)  # still Terminating when the check starts
+    assert ch08.check_3(solutions.finalizing_rules, api, chapter_namespace).correct
+    core.delete_namespace(chapter_namespace)
+    assert ch08.check_4(solutions.answer_4, api, chapter_namespace).correct
+    core.delete_namespace(chapter_namespace)
+    assert ch08.check_2(solutions.leading, api, chapter_namespace).correct
+
+
+def test_verdicts_number_exercises_as_each_notebook_does() -> None:
+    """08b's first exercise is check 3: its verdict says "Exercise 1", as the notebook does."""
+    assert str(ch08.check_1(None)).startswith("… Exercise 1:")
+    assert str(ch08.check_3(None, None, "")).startswith("… Exercise 1:")  # type: ignore[arg-type]
+    assert str(ch08.check_4(None, None, "")).startswith("… Exercise 2:")  # type: ignore[arg-type]

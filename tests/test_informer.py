@@ -463,7 +463,7 @@ def test_wait_for_cache_sync_false_on_timeout_and_on_stop() -> None:
         stop.set()
         waiter.join(GUARD)
         assert result == [False]
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < GUARD / 2  # the stop, not its GUARD-second timeout
 
         # Stopping the informer ends a wait too: it can never sync now.
         waiter = threading.Thread(
@@ -649,7 +649,7 @@ def test_real_slow_handler_does_not_delay_another(
 def test_real_stop_returns_promptly_with_a_watch_open(
     api: kubernetes.client.ApiClient, namespace: str
 ) -> None:
-    """With a 5-10 minute watch open, stop() + join() take well under a second or two."""
+    """With a 5-10 minute watch open, stop() + join() end it at once."""
     informer = SharedInformer(
         ListWatch(api, configmaps(namespace)), name="prompt", min_watch_timeout=300
     )
@@ -663,7 +663,9 @@ def test_real_stop_returns_promptly_with_a_watch_open(
         informer.stop()
         joined = informer.join(GUARD)
         took = time.monotonic() - started
-    assert joined and took < 2.0, f"stop took {took:.2f}s"
+    # stop() closes the stream: not the 5-10 minutes the watch would last. A tenth of its
+    # shortest timeout leaves a loaded machine room.
+    assert joined and took < 30, f"stop took {took:.2f}s"
     assert not [t for t in threading.enumerate() if "prompt" in t.name]
     assert informer.reflector.errors == 0
 

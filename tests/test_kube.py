@@ -14,15 +14,13 @@ import shutil
 import stat
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
-import kubernetes
 import pytest
 import yaml
 
-from helpers import kube, namespaces
+from helpers import kube
 from helpers.cluster.existing import single_context
 from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
@@ -184,7 +182,7 @@ def test_existing_backend_copies_from_a_two_path_kubeconfig_privately(
 
 
 def test_kubeconfigs_the_course_writes_are_private(tmp_path: Path) -> None:
-    from helpers.cluster.paths import write_private
+    from helpers.private_files import write_private
 
     path = tmp_path / "kubeconfig"
     path.write_text("old")
@@ -194,20 +192,3 @@ def test_kubeconfigs_the_course_writes_are_private(tmp_path: Path) -> None:
 
     assert path.read_text() == "secret"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-
-
-@pytest.mark.cluster
-def test_ensure_namespace_brings_back_a_deleted_namespace(api: kubernetes.client.ApiClient) -> None:
-    """An exercise run after "Run All" finds its namespace deleted by the last cell."""
-    core = kubernetes.client.CoreV1Api(api)
-    name = f"t-ensure-{uuid.uuid4().hex[:6]}"
-    try:
-        assert namespaces.ensure_namespace(api, name) == name
-        assert namespaces.ensure_namespace(api, name) == name  # already there: left alone
-        core.delete_namespace(name)  # still terminating when ensure_namespace looks
-        namespaces.ensure_namespace(api, name)
-        found = core.read_namespace(name)
-        assert found.metadata.deletion_timestamp is None
-        assert found.metadata.labels["course"] == "controllers-from-scratch"
-    finally:
-        core.delete_namespace(name)

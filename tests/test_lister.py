@@ -6,12 +6,26 @@ sample-controller's generated foo lister, and apimachinery pkg/api/errors.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+import kubernetes
 import pytest
 
-from helpers.lister import Lister, NotFoundError, is_not_found, list_all_by_namespace
-from helpers.store import NAMESPACE_INDEX, Indexer, namespace_index_func
+from helpers.lister import (
+    CacheMutationError,
+    Lister,
+    MutationDetector,
+    NotFoundError,
+    is_not_found,
+    list_all_by_namespace,
+)
+from helpers.store import (
+    NAMESPACE_INDEX,
+    DeletedFinalStateUnknown,
+    Indexer,
+    namespace_index_func,
+)
 
 
 def foo(name: str, namespace: str = "default", labels: dict[str, str] | None = None) -> dict:
@@ -140,3 +154,88 @@ def test_bad_selector_is_a_value_error(indexer: Indexer) -> None:
     """A malformed selector fails loudly instead of matching nothing."""
     with pytest.raises(ValueError, match="invalid label selector"):
         Lister(indexer).list("app in web")
+
+
+# --- the mutation detector (client-go tools/cache/mutation_detector.go) -------------------
+
+
+def test_mutation_detector_names_the_object_and_the_field_changed_in_place() -> None:
+    detector = MutationDetector()
+    cached = foo("a", "ns1", {"colour": "red"})
+    detector.on_add(cached, True)
+    detector.on_add(foo("b", "ns1"), True)
+    assert detector.changed() == []
+    detector.check()  # nothing changed: no error
+
+    cached["metadata"]["labels"]["colour"] = "green"  # what a careless sync does to a lister's dict
+    assert detector.changed() == ["ns1/a (metadata.labels.colour: 'red' -> 'green')"]
+    with pytest.raises(CacheMutationError, match=r"cache modified: ns1/a \(metadata.labels"):
+        detector.check()
+
+
+def test_mutation_detector_sees_an_added_field() -> None:
+    detector = MutationDetector()
+    cached = foo("a", "ns1")
+    detector.on_add(cached, False)
+    cached["status"] = {"availableReplicas": 1}
+    assert detector.changed() == ["ns1/a (status: (absent) -> {'availableReplicas': 1})"]
+
+
+def test_a_resync_does_not_bless_a_change_made_before_it() -> None:
+    """A resync hands out the same (changed) object again: its first copy must stay."""
+    detector = MutationDetector()
+    cached = foo("a", "ns1", {"colour": "red"})
+    detector.on_add(cached, True)
+    cached["metadata"]["labels"]["colour"] = "green"
+    detector.on_update(cached, cached)  # the resync
+    with pytest.raises(CacheMutationError):
+        detector.check()
+
+
+def test_a_new_version_replaces_the_copy_and_a_delete_drops_it() -> None:
+    detector = MutationDetector()
+    old = foo("a", "ns1", {"colour": "red"})
+    detector.on_add(old, True)
+    new = foo("a", "ns1", {"colour": "blue"})
+    detector.on_update(old, new)  # the informer replaced the cached object
+    old["metadata"]["labels"]["colour"] = "green"  # the old one is no longer cached
+    detector.check()
+    new["metadata"]["labels"]["colour"] = "green"
+    assert len(detector.changed()) == 1
+    detector.on_delete(DeletedFinalStateUnknown("ns1/a", new))  # gone from the cache
+    assert detector.changed() == []
+
+
+@pytest.mark.cluster
+def test_the_detector_catches_a_change_to_a_real_informers_cache(
+    api: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    """On a SharedInformer against the cluster: a change made through the lister is caught,
+    and a new version from the watch (the server's truth) replaces the copy."""
+    from helpers.informer import SharedInformer, wait_for_cache_sync
+    from helpers.listwatch import ListWatch
+
+    core = kubernetes.client.CoreV1Api(api)
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "a", "labels": {"x": "1"}}})
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    informer = SharedInformer(ListWatch(api, path, label_selector="x"), name="detector-test")
+    detector = MutationDetector()
+    registration = informer.add_event_handler(detector)
+    new_version = threading.Event()
+    informer.add_event_handler(
+        on_update=lambda _old, new: new["metadata"]["labels"]["x"] == "3" and new_version.set()
+    )
+    with informer:
+        assert wait_for_cache_sync(informer, registration, timeout=30)
+        detector.check()
+        cached = informer.lister().namespace(namespace).get("a")
+        cached["metadata"]["labels"]["x"] = "2"
+        with pytest.raises(
+            CacheMutationError, match=f"{namespace}/a .metadata.labels.x: '1' -> '2'"
+        ):
+            detector.check()
+        core.patch_namespaced_config_map("a", namespace, {"metadata": {"labels": {"x": "3"}}})
+        assert new_version.wait(30), "the watch never brought x=3"
+        # The same distribution put it in the detector's buffer; wait until it is handled.
+        assert registration.wait_until_idle(30)
+        detector.check()  # the cache holds the server's new version, and its copy is fresh

@@ -21,6 +21,7 @@ from helpers.clock import FakeClock
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
 from helpers.controller_metrics import ControllerMetrics
 from helpers.endpoints import Endpoint, checks_route, metrics_route, parse_address, serve
+from helpers.throttle import Throttle
 from helpers.waiting import wait_for
 from helpers.workqueue import Queue
 from tests.program_harness import ControllerRun, eventually, first_to_log, program_args
@@ -126,6 +127,24 @@ def test_controller_metrics_count_and_time_syncs() -> None:
     assert value("process_resident_memory_bytes") > 0
 
 
+def test_token_waits_are_read_from_the_buckets_at_scrape_time() -> None:
+    """client-go's rest_client_rate_limiter_duration_seconds, by API group; a bucket the
+    client makes after registration (a group first used later) shows up too."""
+    buckets = {"": Throttle(qps=2, burst=1)}
+    metrics = ControllerMetrics("foo")
+    metrics.watch_throttles(buckets)
+    for _ in range(2):
+        buckets[""].wait()  # the second waits up to half a second for its token
+    buckets["apps"] = Throttle(qps=2, burst=1)
+    buckets["apps"].wait()
+    value = metrics.registry.get_sample_value
+    name = "rest_client_rate_limiter_duration_seconds"
+    assert value(f"{name}_count", {"group": "core"}) == 2
+    assert 0.4 <= value(f"{name}_sum", {"group": "core"}) <= 0.5
+    assert value(f"{name}_count", {"group": "apps"}) == 1
+    assert value(f"{name}_sum", {"group": "apps"}) == 0
+
+
 def test_metrics_route_speaks_both_formats() -> None:
     metrics = ControllerMetrics("foo")
     queue: Queue[str] = Queue("Foos", clock=FakeClock())
@@ -211,6 +230,9 @@ def test_leader_and_standby_metrics_and_probes(
     assert sample(ours, "workqueue_adds", "workqueue_adds_total", name="Foos") >= 1
     leading = "leader_election_master_status"
     assert sample(ours, leading, leading, name=lease) == 1
+    waits = "rest_client_rate_limiter_duration_seconds"
+    foo_requests = sample(ours, waits, f"{waits}_count", group="samplecontroller.k8s.io")
+    assert foo_requests >= 3  # the informer's list and watch, the status write
     theirs = scrape(standby)
     assert sample(theirs, leading, leading, name=lease) == 0
     # The standby's informers heard of the Foo too (warm caches), but it synced nothing.

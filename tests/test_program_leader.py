@@ -27,6 +27,7 @@ from helpers.cluster.local import LocalCluster
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
 from helpers.faults import control_plane
 from helpers.leaderelection import JITTER_FACTOR, LEASE_DURATION, RETRY_PERIOD
+from helpers.program import SHUTDOWN_TIMEOUT
 from helpers.waiting import wait_for
 from tests.program_harness import (
     ControllerRun,
@@ -96,13 +97,15 @@ def test_one_leader_and_sigkill_failover_with_default_durations(
 
     killed_at = leader.signal(signal.SIGKILL)
     assert leader.wait(10) == -signal.SIGKILL
-    took_over = float(standby.wait_for_line(STARTED, LEASE_DURATION + 3 * WORST_RETRY).group(1))
+    took_over = float(standby.wait_for_line(STARTED, 2 * LEASE_DURATION).group(1))
     failover = took_over - killed_at
     print(f"\nSIGKILL failover with default durations: {failover:.1f} s")
     # The standby saw the last renewal at most one jittered retry after it happened (and the
     # leader renewed at most one retry period before the kill); it takes over at its first
     # try after LeaseDuration without a change.
-    assert LEASE_DURATION - RETRY_PERIOD - 1 <= failover <= LEASE_DURATION + 2 * WORST_RETRY + 1
+    # That is the lower bound, which the mechanism guarantees. The upper one only says it did
+    # take over after about one lease: its tries and requests get a busy machine's slack.
+    assert LEASE_DURATION - RETRY_PERIOD - 1 <= failover < 2 * LEASE_DURATION
     assert lease_holder(api, namespace) == (standby.name, 1)
     assert_never_two_leaders(runs)
     assert_controller_works(api, namespace, "after-kill")
@@ -123,8 +126,11 @@ def test_sigterm_hands_over_at_once_with_default_durations(
     took_over = float(standby.wait_for_line(STARTED, LEASE_DURATION).group(1))
     handover = took_over - term_at
     print(f"\nSIGTERM: exit in {exited_in:.1f} s, handover in {handover:.1f} s")
-    assert exited_in < 5  # nothing in flight: the workers stop at once
-    assert handover <= WORST_RETRY + 1  # the standby's next try, not a whole lease
+    # Nothing in flight: the workers stop at once, not after --shutdown-timeout (20 s). The
+    # standby takes over at its next try (at most WORST_RETRY, 2.4 s, plus two requests), not
+    # after a whole lease (15 s). Half of each tells them apart with room for a busy machine.
+    assert exited_in < SHUTDOWN_TIMEOUT / 2
+    assert handover < LEASE_DURATION / 2
     assert lease_holder(api, namespace) == (standby.name, 1)
     assert_never_two_leaders(runs)
     assert_controller_works(api, namespace, "after-handover")

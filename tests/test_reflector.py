@@ -821,7 +821,7 @@ def test_stop_interrupts_a_blocked_watch() -> None:
     started = time.monotonic()
     reflector.stop()
     assert reflector.join(GUARD)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < GUARD / 2  # the fake watch never ends by itself
     assert reflector.errors == 0
     assert threading.current_thread().name != f"reflector-{reflector.name}"
 
@@ -922,7 +922,7 @@ def test_real_list_then_watch_and_prompt_stop(
     assert versions == sorted(versions)
     assert int(reflector.last_sync_resource_version) >= versions[-1]
     assert (reflector.lists, reflector.errors) == (1, 0)
-    assert stop_took < 2.0
+    assert stop_took < 30  # a tenth of the shortest watch timeout (300 s): closed, not waited
 
 
 @pytest.mark.cluster

@@ -27,8 +27,10 @@ from helpers.timeline import (
     ReconcileTimeline,
     Sync,
     TimelineRecorder,
+    caused,
     counts,
     overlapping,
+    stale_reads,
     table,
 )
 from helpers.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
@@ -273,7 +275,7 @@ def test_table_has_one_line_per_sync_with_what_a_bar_means() -> None:
 
 def test_wait_saw_follows_the_order_the_informer_delivered() -> None:
     recorder = TimelineRecorder()
-    for version in ("7", "12", "9"):  # opaque: 9 came after 12
+    for version in ("7", "12", "9"):  # the order of delivery counts, not the numbers
         recorder._events.append(InformerEvent(0.0, "Foo", "update", "x", version=version))
     recorder._syncs.append(Sync("w", "ns/x", 0.1, 0.2, SYNCED, seen={"Foo": "9"}))
     assert recorder.wait_saw("Foo", "x", "12", timeout=0.1).seen["Foo"] == "9"
@@ -310,14 +312,96 @@ def test_the_picture_is_a_png_and_follows_a_restarted_controller() -> None:
         controller.process_next_work_item()
         again = controller_with(new_foo("test", 1))
         picture.follow(again)
-        assert picture.sampler.queue is again.workqueue and again.observer is recorder
+        assert recorder.controller is again and again.observer is recorder
         picture.freeze()
     assert picture.png is not None and picture.png.startswith(PNG_SIGNATURE)
     _height, width, _ = imread(io.BytesIO(picture.png)).shape
-    assert width == 864  # 12 inches at 72 dpi
+    assert width == 820, "8.2 inches at 100 dpi: 10-point text is 14 pixels high"
     assert picture.frames >= 1
     for queue in (controller.workqueue, again.workqueue):
         queue.shut_down()
+
+
+def test_freeze_on_shows_the_syncs_it_is_given_and_the_title_counts_what_overlaps() -> None:
+    """The title counts every sync that overlaps the span, a sync cut by its edge too."""
+    controller = controller_with(new_foo("test", 1))
+    recorder = TimelineRecorder(controller)
+    recorder._syncs += [
+        Sync("w-1", "ns/a", 1.0, 2.0, SYNCED),
+        Sync("w-1", "ns/a", 2.5, 3.0, FAILED, "boom"),
+        Sync("w-2", "ns/b", 0.0, 1.2, SKIPPED),  # overlaps the span's left edge
+        Sync("w-2", "ns/b", 9.0, 9.5, SYNCED),  # after it
+        Sync("w-2", "ns/c", 3.02, 3.1, SYNCED),  # begun in the right margin, after the last one
+    ]
+    picture = ReconcileTimeline(recorder, caption="c", title="t", show=False)
+    with pytest.raises(ValueError, match="ended"):
+        picture.freeze_on([Sync("w", "ns/a", 0.0)])
+    picture.freeze_on(recorder.syncs()[:2])
+    picture._draw()
+    assert picture.title.get_text() == "t: 3 syncs (1 synced, 1 failed, 1 skipped)"
+    controller.workqueue.shut_down()
+
+
+def test_an_event_is_linked_to_the_first_sync_that_read_what_it_delivered() -> None:
+    """Not to the first sync after it in time: the controller's handler and the recorder's run
+    in threads of their own, so a sync can start before the recorder notes the event."""
+    events = [
+        InformerEvent(1.00, "Foo", "update", "x", ("spec",), "5", "ns/x"),
+        InformerEvent(1.10, "Foo", "update", "x", ("status",), "6", "ns/x"),
+        InformerEvent(2.00, "Deployment", "delete", "x", (), "9", "ns/x"),
+        InformerEvent(2.10, "Deployment", "update", "other", (), "3", ""),  # nobody's key
+    ]
+    syncs = [
+        Sync("w", "ns/x", 0.99, 1.05, SYNCED, seen={"Foo": "5"}),  # began before the event's note
+        Sync("w", "ns/x", 1.20, 1.30, SYNCED, seen={"Foo": "6"}),
+        Sync("w", "ns/x", 2.05, 2.10, SYNCED, seen={"Foo": "6"}),
+    ]
+    assert [(e.version, s.started) for e, s in caused(events, syncs)] == [
+        ("5", 0.99), ("6", 1.20), ("9", 2.05),
+    ]  # fmt: skip
+
+
+def test_the_recorder_notes_the_versions_a_sync_read_and_its_writes_made() -> None:
+    controller = controller_with(new_foo("test", 1))
+    recorder = TimelineRecorder(controller)
+    controller.workqueue.add("default/test")
+    controller.process_next_work_item()
+    (sync,) = recorder.syncs()
+    assert sync.seen == {"Foo": "1"}, "the Foo it read; the Deployment it did not find"
+    versions = {w.verb: w.version for w in sync.writes}
+    # RecordingClients answers with the object as sent: the Foo keeps its version "1".
+    assert versions == {"create Deployment": "", "update Foo status": "1", "Event Synced": ""}
+    recorder.detach()
+    assert not hasattr(controller.foos_lister, "inner"), "detach takes the listers back"
+    assert not hasattr(controller.clients, "inner"), "and the clients"
+    controller.workqueue.shut_down()
+
+
+def test_the_queue_levels_count_keys_waiting_out_a_retry_delay() -> None:
+    """The depth does not count a key in its retry delay; the picture's third line does."""
+    queue: RateLimitingQueue[str] = RateLimitingQueue(
+        ItemExponentialFailureRateLimiter(60, 60), "Foos"
+    )
+    controller = controller_with(queue=queue)
+    recorder = TimelineRecorder(controller)
+    queue.add_rate_limited("ns/a")
+    queue.add("ns/b")
+    recorder.sample_queue()
+    level = recorder.levels()[-1]
+    assert (level.ready, level.in_flight, level.waiting) == (1, 0, 1)
+    queue.shut_down()
+
+
+def test_stale_reads_are_told_by_versions_not_by_409s() -> None:
+    """The exercise's record: b and e read an older Foo than our own last write; d's 409 was
+    someone else's doing, and e failed before it could meet one."""
+    from helpers.exercises.ch06 import SYNCS_4, record_4
+
+    syncs, events = record_4()
+    letters = dict(zip((s.started for s in syncs), SYNCS_4, strict=True))
+    assert {letters[s.started] for s in stale_reads(syncs, events)} == {"b", "e"}
+    failed_409 = {letters[s.started] for s in syncs if s.error and "409" in s.error}
+    assert failed_409 == {"b", "d"}, "so a check cannot take 409s for stale reads"
 
 
 def test_a_recorder_without_a_controller_cannot_be_drawn() -> None:

@@ -104,7 +104,7 @@ def attendees(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Pa
     was_extended = extended()
     tag = uuid.uuid4().hex[:4]
     names = [f"ta-{tag}", f"tb-{tag}"]
-    out = tmp_path_factory.mktemp("workshop")
+    out = tmp_path_factory.mktemp("workshop") / "handouts"  # a new folder: the course makes it
     paths = workshop.up(api, workshop.attendees_for(names), out, token_hours=1)
     try:
         yield dict(zip(names, paths, strict=True))
@@ -124,6 +124,7 @@ def test_an_attendee_cannot_read_or_write_another_attendees_namespaces(
 ) -> None:
     (a, a_config), (b, _) = attendees.items()
     core = kubernetes.client.CoreV1Api(client_of(a_config))
+    rbac = kubernetes.client.RbacAuthorizationV1Api(core.api_client)
     mine, theirs = f"{a}-ch04-workqueue", f"{b}-ch04-workqueue"
     note = {"metadata": {"name": "note"}, "data": {"from": a}}
     core.create_namespaced_config_map(mine, note)  # the control: their own namespace works
@@ -136,7 +137,10 @@ def test_an_attendee_cannot_read_or_write_another_attendees_namespaces(
         "list everywhere": lambda: core.list_config_map_for_all_namespaces(),
         "create a namespace": lambda: core.create_namespace({"metadata": {"name": f"{a}-x"}}),
         "read a Secret in kube-system": lambda: core.list_namespaced_secret("kube-system"),
-    }
+        "grant myself DELETE on my namespace": lambda: rbac.create_namespaced_role(mine, {
+            "metadata": {"name": "escalated"},
+            "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["delete"]}]}),
+    }  # fmt: skip
     answers = {}
     for what, attempt in attempts.items():
         try:

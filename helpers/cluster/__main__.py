@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +15,7 @@ from ..errors import CourseError
 from .backends import choose_backend, cluster_for, local_cluster, recorded_backend
 from .build import ensure_all_built
 from .local import LocalCluster
-from .paths import DEFAULT_CLUSTER_NAME, CourseHome
+from .paths import DEFAULT_CLUSTER_NAME, CourseHome, check_cluster_name, remove_cluster_dir
 
 Runner = Callable[[CourseHome, argparse.Namespace], int]
 
@@ -25,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     home = CourseHome.from_environment()
     try:
+        check_cluster_name(args.name)  # a name is a folder's name: checked before any disk access
         return args.run(home, args)
     except CourseError as exc:
         print(f"error: {exc.problem}\nnext step: {exc.next_step}", file=sys.stderr)
@@ -54,8 +54,8 @@ def _down(home: CourseHome, args: argparse.Namespace) -> int:
     backend = recorded_backend(home, args.name)
     if backend is None:
         leftover = home.cluster_dir(args.name)
-        if leftover.exists():
-            shutil.rmtree(leftover, ignore_errors=True)
+        if leftover.exists() or leftover.is_symlink():
+            remove_cluster_dir(home, args.name)  # only a folder holding the course's state file
             print(f"==> no cluster named '{args.name}' runs; removed its leftover {leftover}.")
         else:
             print(f"==> no cluster named '{args.name}'; nothing to stop.")

@@ -56,18 +56,21 @@ def recorded_backend(home: CourseHome, name: str) -> str | None:
     """The backend that created cluster ``name``, or None when there is no such cluster.
 
     Our state file says, unless it is damaged (an editor, a full disk, a
-    killed write); then kwokctl's folder or kind's list of clusters tells the
-    truth, so ``down`` never reports "nothing to stop" while a cluster runs.
+    killed write); then kwokctl's folder in the course's home, or kind's list of
+    clusters, tells the truth, so ``down`` never reports "nothing to stop" while
+    a cluster runs. A kind cluster of that name counts only when our (damaged)
+    state file is there: without it the course did not create that cluster.
     """
+    state_file = home.state_file(name)
     try:
-        backend = json.loads(home.state_file(name).read_text()).get("backend")
+        backend = json.loads(state_file.read_text()).get("backend")
     except (OSError, ValueError, AttributeError):
         backend = None
     if backend in BACKENDS:
         return backend
     if (home.kwok_workdir / "clusters" / name).exists():
         return "local"
-    if kind_available() and name in kind_clusters():
+    if state_file.exists() and kind_available() and name in kind_clusters():
         return "kind"
     return None
 

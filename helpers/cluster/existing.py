@@ -8,8 +8,6 @@ not create.
 
 from __future__ import annotations
 
-import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,8 +16,10 @@ import yaml
 
 from .. import kube
 from ..errors import CourseError
+from ..private_files import write_private
 from . import bootstrap
-from .paths import CourseHome, write_private
+from .identity import record_state
+from .paths import CourseHome, remove_cluster_dir
 
 
 @dataclass
@@ -38,16 +38,15 @@ class ExistingCluster:
         context = str(source.context(self.source_context).value["name"])
         kube.connect(source.paths, context)  # says clearly if it does not answer
         copied = single_context(source.paths, context)
+        self.home.make_cluster_dir(self.name)
         write_private(self.kubeconfig, yaml.safe_dump(copied, sort_keys=False))
         api = kube.connect(self.kubeconfig, context)
         bootstrap.install_foo_crd(api, timeout=120)
-        self.home.state_file(self.name).write_text(
-            json.dumps({"backend": "existing", "context": context}, indent=2) + "\n"
-        )
+        record_state(self.home, self.name, "existing", context)
         print(f"==> the course now uses context '{context}' from {source.label}.")
 
     def down(self, *, quiet: bool = False) -> None:
-        shutil.rmtree(self.home.cluster_dir(self.name), ignore_errors=True)
+        remove_cluster_dir(self.home, self.name)
         if not quiet:
             print(
                 "==> forgot the existing cluster (it was not created by the course, so it runs on)."

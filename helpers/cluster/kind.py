@@ -8,7 +8,6 @@ itself is checked against kind's schema by ``tests/test_kind_config.py``.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import time
@@ -18,7 +17,8 @@ from pathlib import Path
 from .. import kube
 from ..errors import CourseError
 from . import bootstrap
-from .paths import CourseHome
+from .identity import record_state
+from .paths import CourseHome, remove_cluster_dir
 from .progress import step
 
 KIND_CONFIG = Path(__file__).resolve().parents[2] / "kind-config.yaml"
@@ -122,8 +122,17 @@ class KindCluster:
                 "install kind (https://kind.sigs.k8s.io/docs/user/quick-start/#installation), "
                 "or use `python -m helpers.cluster up --backend local` (needs Go).",
             )
-        self.home.cluster_dir(self.name).mkdir(parents=True, exist_ok=True)
         running = self.name in kind_clusters()
+        if running and not self.home.state_file(self.name).exists():
+            raise CourseError(
+                f"A kind cluster named '{self.name}' exists, and the course did not create it "
+                "(it has no record of it), so it leaves that cluster alone.",
+                "start the course's own with another name "
+                "(`python -m helpers.cluster up --name controllers-from-scratch-2`), or use yours "
+                "as it is with "
+                f"`python -m helpers.cluster up --backend existing --context kind-{self.name}`.",
+            )
+        self._write_state()  # first, so that `down` finds a cluster whose start failed half way
         if running:
             problem = self._health_problem()  # also refreshes our copy of its kubeconfig
             if problem is None:
@@ -147,14 +156,22 @@ class KindCluster:
         api = kube.connect(self.kubeconfig, self.context)
         with step("installing the Foo CRD"):
             bootstrap.install_foo_crd(api, SETUP_TIMEOUT_SECONDS)
-        self.home.state_file(self.name).write_text(
-            json.dumps({"backend": "kind", "context": self.context}, indent=2) + "\n"
-        )
+        self._write_state()  # now with the identity the tests check (see identity.py)
+
+    def _write_state(self) -> None:
+        record_state(self.home, self.name, "kind", self.context)
 
     def down(self, *, quiet: bool = False) -> None:
+        """Delete the kind cluster the course created, and our record of it; never another."""
+        if not self.home.state_file(self.name).exists():
+            raise CourseError(
+                f"The course has no record of creating a kind cluster named '{self.name}', so it "
+                "does not delete one.",
+                f"if it is yours to delete, `kind delete cluster --name {self.name}` does it.",
+            )
         if kind_available() and self.name in kind_clusters():
             self._kind("delete", "cluster", "--name", self.name)
-        shutil.rmtree(self.home.cluster_dir(self.name), ignore_errors=True)
+        remove_cluster_dir(self.home, self.name)
         if not quiet:
             print(f"==> kind cluster '{self.name}' is gone.")
 

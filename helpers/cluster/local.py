@@ -13,6 +13,7 @@ home folder (``KWOK_WORKDIR``), never in ``~/.kwok`` or ``~/.kube/config``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -32,7 +33,8 @@ from .. import kube
 from ..errors import CourseError
 from . import bootstrap, processes
 from .build import KUBERNETES, ensure_all_built
-from .paths import CourseHome
+from .identity import record_state
+from .paths import CourseHome, remove_cluster_dir
 from .processes import Identity
 from .progress import step
 
@@ -66,9 +68,7 @@ def port_picking_lock(path: Path = CREATE_LOCK) -> Iterator[None]:
     binds every port before it returns, so a create that waits for this lock sees
     them taken and picks others.
     """
-    with path.open("a") as lock:
-        with contextlib.suppress(OSError):  # let other users of the machine take it too
-            path.chmod(0o666)
+    with os.fdopen(_open_lock_file(path)) as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -78,6 +78,28 @@ def port_picking_lock(path: Path = CREATE_LOCK) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _open_lock_file(path: Path) -> int:
+    """A descriptor to lock: the file is created 0644, never world-writable, and a link put in
+    its place is not followed. flock needs no write access, so another user of the machine
+    opens the same file read-only and takes part in the turns."""
+    try:
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            with contextlib.suppress(PermissionError):  # ours: an older version made it 0666
+                os.fchmod(descriptor, 0o644)
+            return descriptor
+        except PermissionError:
+            return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise CourseError(
+            f"{path} is a symbolic link, and the course does not follow one there (it could "
+            "point anywhere).",
+            f"remove it (`rm {path}`); the course makes a plain file in its place.",
+        ) from exc
 
 
 @dataclass
@@ -150,7 +172,6 @@ class LocalCluster:
         if self.port:
             ensure_port_free(self.port)  # before a build that may take minutes
         binaries = ensure_all_built(self.home)
-        self.home.cluster_dir(self.name).mkdir(parents=True, exist_ok=True)
         self._write_state()  # first, so that `down` finds a cluster whose start failed half way
         config = self._write_kwokctl_config(binaries)
         with port_picking_lock(), step(f"starting the control plane '{self.name}' (etcd, "
@@ -165,6 +186,7 @@ class LocalCluster:
             finally:
                 self.record_identities()  # also what a failed create left running
         self.kubeconfig.chmod(0o600)  # it holds the cluster's admin credentials
+        self._write_state()  # now with the identity the tests check (see identity.py)
         self._finish_setup()
 
     def down(self, *, quiet: bool = False) -> None:
@@ -184,8 +206,9 @@ class LocalCluster:
             if component not in ours and processes.exists(pid)
         }
         stopped = processes.stop(list(ours.values()), grace=0)
-        for path in (self.kwok_dir, self.home.cluster_dir(self.name)):
-            _remove_tree(path)
+        if self.kwok_dir.is_dir() and not self.kwok_dir.is_symlink():
+            shutil.rmtree(self.kwok_dir)  # kwokctl's folder, inside the course's own home
+        remove_cluster_dir(self.home, self.name)
         if not quiet:
             for component, pid in sorted(strangers.items()):
                 print(
@@ -316,11 +339,12 @@ class LocalCluster:
 
     # -- one component at a time (failure drills, and reviving) -----------------
 
-    def stop_component(self, component: str) -> None:
+    def stop_component(self, component: str, *, grace: float = 10.0) -> None:
         """Stop one component (say ``kube-apiserver``) and leave the rest running.
 
-        A component that is not running, or whose pid now belongs to another
-        program, is left as it is.
+        SIGTERM, then SIGKILL after ``grace`` seconds (``grace=0``: SIGKILL at
+        once); returns when the process has exited. A component that is not
+        running, or whose pid now belongs to another program, is left as it is.
         """
         if component not in self._component_names():
             raise CourseError(
@@ -329,7 +353,7 @@ class LocalCluster:
             )
         identity = self._running().get(component)
         if identity is not None:
-            processes.stop([identity])
+            processes.stop([identity], grace=grace)
 
     def start_component(self, component: str) -> int:
         """Start a stopped component again with the command line kwokctl gave it; return its pid.
@@ -388,10 +412,7 @@ class LocalCluster:
     # -- helpers ----------------------------------------------------------------
 
     def _write_state(self) -> None:
-        self.home.cluster_dir(self.name).mkdir(parents=True, exist_ok=True)
-        self.home.state_file(self.name).write_text(
-            json.dumps({"backend": "local", "context": self.context}, indent=2) + "\n"
-        )
+        record_state(self.home, self.name, "local", self.context)
 
     def _finish_setup(self) -> None:
         api = kube.connect(self.kubeconfig, self.context)
@@ -482,8 +503,3 @@ def tail(path: Path, lines: int) -> list[str]:
             data = log.read(end - start) + data
             end = start
     return data.decode(errors="replace").splitlines()[-lines:]
-
-
-def _remove_tree(path: Path) -> None:
-    if path.exists():
-        shutil.rmtree(path, ignore_errors=True)

@@ -8,15 +8,39 @@ kubeconfig the notebooks use) lives beside it, one folder per cluster name.
 Everything hangs off one root: ``$CFS_HOME`` if set, else
 ``~/.controllers-from-scratch``. Tests point ``CFS_HOME`` elsewhere to keep
 their clusters apart from a learner's.
+
+A cluster's name becomes a folder name, so it must be a DNS label
+(:func:`check_cluster_name`): a name like ``/home/me`` or ``..`` would
+otherwise replace the course's folder with another one, and ``down`` would
+delete it. And ``down`` deletes only a folder that holds the course's own
+state file (:func:`remove_cluster_dir`).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import CourseError
+
 DEFAULT_CLUSTER_NAME = "controllers-from-scratch"
+STATE_FILE = "state.json"
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+"""What Kubernetes calls a DNS label (RFC 1123): at most 63 of these characters."""
+
+
+def check_cluster_name(name: str) -> str:
+    """``name`` if it is a DNS label; else a CourseError, before anything touches the disk."""
+    if len(name) > 63 or not DNS_LABEL.match(name):
+        raise CourseError(
+            f"'{name}' cannot be a cluster's name: a name is lower-case letters, digits and '-', "
+            "at most 63 characters, and starts and ends with a letter or digit.",
+            f"pick a name like '{DEFAULT_CLUSTER_NAME}' or 'lab-2' (or leave out --name).",
+        )
+    return name
 
 
 @dataclass(frozen=True)
@@ -43,19 +67,38 @@ class CourseHome:
 
     def cluster_dir(self, name: str) -> Path:
         """Our record of one cluster: its kubeconfig and which backend made it."""
-        return self.root / "clusters" / name
+        return self.root / "clusters" / check_cluster_name(name)
 
     def kubeconfig(self, name: str) -> Path:
         return self.cluster_dir(name) / "kubeconfig"
 
     def state_file(self, name: str) -> Path:
-        return self.cluster_dir(name) / "state.json"
+        return self.cluster_dir(name) / STATE_FILE
+
+    def make_cluster_dir(self, name: str) -> Path:
+        """Create the cluster's folder (and the home) readable by its owner only: it will hold
+        admin credentials, some written by kind or kwokctl with modes we do not choose."""
+        folder = self.cluster_dir(name)
+        for path in (self.root, self.root / "clusters", folder):
+            path.mkdir(mode=0o700, exist_ok=True)
+        folder.chmod(0o700)  # a folder made by an older version kept its old mode
+        return folder
 
 
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to a file only its owner may read: kubeconfigs hold credentials."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as out:
-        os.fchmod(out.fileno(), 0o600)  # a file that existed keeps its old mode through open()
-        out.write(text)
+def remove_cluster_dir(home: CourseHome, name: str) -> None:
+    """Delete cluster ``name``'s folder, which must hold the course's state file.
+
+    A folder without one (or a link to somewhere else) was not made by the
+    course: it is refused with a sentence and left exactly as it is.
+    """
+    folder = home.cluster_dir(name)
+    if not folder.exists() and not folder.is_symlink():
+        return
+    if folder.is_symlink() or not (folder / STATE_FILE).is_file():
+        raise CourseError(
+            f"{folder} holds no {STATE_FILE} of the course's, so the course did not make it "
+            "and leaves it alone.",
+            "look at what is in it; if it is yours, keep it (or pick another --name); if it is "
+            "a leftover you do not need, remove it yourself.",
+        )
+    shutil.rmtree(folder)

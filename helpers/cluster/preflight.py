@@ -4,7 +4,7 @@ Run before a workshop (by each attendee, with their kubeconfig) or before a
 first ``make course``. Each row is ``ok`` or ``problem`` with one next step;
 the exit status is 0 when no row is a problem, 1 otherwise, so a script (or
 a facilitator collecting results) can use it. ``helpers/startup_checks.py`` is a
-different thing: the controller program's own check at start-up (chapter 08).
+different thing: the controller program's own check at start-up (chapter 08b).
 
 What it looks at: Python and the pinned packages, JupyterLab and the kernel
 the notebooks use, the cluster (answers, ``/readyz``, version, Nodes Ready),
@@ -58,7 +58,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Need(Permission):
-    """One permission a chapter uses (chapter 08's :class:`Permission`), and which chapters."""
+    """One permission a chapter uses (chapter 08b's :class:`Permission`), and which chapters."""
 
     chapters: str = ""
 
@@ -72,18 +72,20 @@ NAMESPACED_NEEDS: list[Need] = [
     *_needs("get list watch create update patch delete", "configmaps", "", "00-05"),
     *_needs("get list watch create delete", "podtemplates", "", "01-03"),
     *_needs("get list watch delete", "pods", "", "07"),
-    *_needs("list watch create patch", "events", "", "05-08"),
-    *_needs("get list watch create update patch delete", "deployments", "apps", "03, 05-08"),
+    Need("patch", "pods", "", "status", chapters="07"),
+    Need("create", "pods", "", "binding", chapters="07"),
+    *_needs("list watch create patch", "events", "", "05-09"),
+    *_needs("get list watch create update patch delete", "deployments", "apps", "03, 05-09"),
     *_needs("get list watch", "replicasets", "apps", "07"),
     *_needs(
-        "get list watch create update patch delete", "foos", "samplecontroller.k8s.io", "00, 05-08"
+        "get list watch create update patch delete", "foos", "samplecontroller.k8s.io", "00, 05-09"
     ),
-    Need("update", "foos", "samplecontroller.k8s.io", "status", chapters="05-08"),
-    *_needs("get list watch create update", "leases", "coordination.k8s.io", "08"),
-    *_needs("get create", "serviceaccounts", "", "08"),
-    Need("create", "serviceaccounts", "", "token", chapters="08"),
-    *_needs("get create update patch", "roles", "rbac.authorization.k8s.io", "08"),
-    *_needs("get create update patch", "rolebindings", "rbac.authorization.k8s.io", "08"),
+    Need("update", "foos", "samplecontroller.k8s.io", "status", chapters="05-09"),
+    *_needs("get list watch create update", "leases", "coordination.k8s.io", "08a"),
+    *_needs("get create", "serviceaccounts", "", "08b"),
+    Need("create", "serviceaccounts", "", "token", chapters="08b"),
+    *_needs("get create update patch", "roles", "rbac.authorization.k8s.io", "08b"),
+    *_needs("get create update patch", "rolebindings", "rbac.authorization.k8s.io", "08b"),
 ]
 # Read at the cluster scope by every learner (attendees get them from the workshop's ClusterRole).
 CLUSTER_READS: list[Need] = [
@@ -91,13 +93,15 @@ CLUSTER_READS: list[Need] = [
     Need("get", "customresourcedefinitions", "apiextensions.k8s.io", chapters="00, 05, 06"),
 ]
 # Only outside attendee mode: the chapters make and remove namespaces, change the CRD, and
-# install chapter 08's ClusterRole; a workshop's facilitator does these for attendees.
+# install chapter 08b's ClusterRole; a workshop's facilitator does these for attendees.
 CLUSTER_WRITES: list[Need] = [
     Need("create", "namespaces", chapters="all"),
     Need("delete", "namespaces", chapters="all"),
     Need("update", "customresourcedefinitions", "apiextensions.k8s.io", chapters="06"),
-    *_needs("create update patch delete", "clusterroles", "rbac.authorization.k8s.io", "08"),
-    *_needs("create update patch delete", "clusterrolebindings", "rbac.authorization.k8s.io", "08"),
+    *_needs("create update patch delete", "clusterroles", "rbac.authorization.k8s.io", "08b"),
+    *_needs(
+        "create update patch delete", "clusterrolebindings", "rbac.authorization.k8s.io", "08b"
+    ),
 ]
 
 
@@ -270,7 +274,7 @@ def _permission_rows(api: kubernetes.client.ApiClient, who: str | None) -> list[
     asks += [("cluster reads", need, None) for need in CLUSTER_READS]
     if who is None:
         asks += [("cluster writes", need, None) for need in CLUSTER_WRITES]
-    else:  # chapter 08 reads the controller manager's Lease
+    else:  # chapter 08a reads the controller manager's Lease
         asks.append(
             (
                 "cluster reads",

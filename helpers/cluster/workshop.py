@@ -39,6 +39,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ..errors import CourseError
 from ..kube import connect
+from ..private_files import write_private
 from ..workshop_mode import WORKSHOP_LABEL
 from .bootstrap import install_foo_crd
 from .paths import CourseHome
@@ -66,15 +67,20 @@ CLUSTER_RULES = [
 ]
 # Inside the attendee's own namespaces: every verb on what the chapters make there. Named, not
 # "*": RBAC checks a namespace's own DELETE against rules in that namespace, so "*" on "*" would
-# let attendees delete their namespaces, which they could not create again.
+# let attendees delete their namespaces, which they could not create again. For the same reason
+# Roles get the ordinary verbs only: "escalate" and "bind" would let an attendee write a Role
+# granting what they do not hold (say, DELETE on their namespace) and bind it to themselves;
+# without them the API server lets a Role grant only what its author already may do.
+ROLE_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
 NAMESPACE_RULES = [
     {"apiGroups": [""], "verbs": ["*"], "resources": [
         "configmaps", "podtemplates", "pods", "pods/log", "pods/status", "pods/eviction",
-        "events", "serviceaccounts", "serviceaccounts/token", "secrets", "services", "endpoints"]},
+        "pods/binding", "events", "serviceaccounts", "serviceaccounts/token", "secrets",
+        "services", "endpoints"]},
     {"apiGroups": ["apps", "samplecontroller.k8s.io", "coordination.k8s.io", "events.k8s.io",
                    "discovery.k8s.io"], "resources": ["*"], "verbs": ["*"]},
     {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
-     "verbs": ["*"]},
+     "verbs": ROLE_VERBS},
 ]  # fmt: skip
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
@@ -244,11 +250,11 @@ def up(
     """
     from ..reconcile import extend_foo_status
 
+    out = prepare_out_folder(out)  # before the cluster is touched: a refusal changes nothing
     install_foo_crd(api, timeout=60)
     extend_foo_status(api)  # chapter 06's fields, once for all: attendees cannot change a CRD
     for document in shared_documents():
         _apply(api, document)
-    out.mkdir(parents=True, exist_ok=True)
     core = kubernetes.client.CoreV1Api(api)
     written = []
     for attendee in attendees:
@@ -260,10 +266,30 @@ def up(
             {"spec": {"expirationSeconds": token_hours * 3600}},
         ).status.token
         path = out / f"{attendee.name}.kubeconfig"
-        path.write_text(yaml.safe_dump(kubeconfig_for(api, attendee, token, server)))
-        path.chmod(0o600)
+        write_private(path, yaml.safe_dump(kubeconfig_for(api, attendee, token, server)))
         written.append(path)
     return written
+
+
+OUT_MARKER = ".controllers-from-scratch-workshop"
+"""The file that marks a folder of attendee kubeconfigs as the course's own."""
+
+
+def prepare_out_folder(out: Path) -> Path:
+    """The folder for the attendees' kubeconfig files: a new one (made 0700, and marked), or
+    one the course made before. Any other folder is refused: the files it would write there
+    (``<attendee>.kubeconfig``) could replace someone's own."""
+    marker = out / OUT_MARKER
+    if out.exists() and not marker.is_file():
+        raise CourseError(
+            f"{out} exists and the course did not make it (it holds no {OUT_MARKER}), so the "
+            "attendees' kubeconfig files are not written there.",
+            "pass --out with a folder that does not exist yet (the course makes it), or leave "
+            "--out out.",
+        )
+    out.mkdir(mode=0o700, parents=True, exist_ok=True)
+    marker.touch()
+    return out
 
 
 def down(api: kubernetes.client.ApiClient, names: list[str] | None = None) -> list[str]:
@@ -332,11 +358,15 @@ def namespaced_roles(documents: list[dict[str, Any]], namespace: str) -> list[di
 
 
 def _names(args: argparse.Namespace) -> list[str]:
+    """The attendees named on the command line, each checked before anything is touched."""
     if args.attendees:
-        return [name.strip() for name in args.attendees.split(",") if name.strip()]
-    if getattr(args, "count", None):  # `down` has no --count
-        return [f"{args.prefix}-{n:02d}" for n in range(1, args.count + 1)]
-    return []
+        names = [name.strip() for name in args.attendees.split(",") if name.strip()]
+    elif getattr(args, "count", None):  # `down` has no --count
+        names = [f"{args.prefix}-{n:02d}" for n in range(1, args.count + 1)]
+    else:
+        names = []
+    longest = max(map(len, chapter_namespaces()), default=0)
+    return [check_attendee_name(name, longest) for name in names]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -361,8 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     make.add_argument("--server", help="API server URL attendees use, if not the facilitator's")
     args = parser.parse_args(argv)
     try:
+        names = _names(args)  # first: a bad name is refused before any request or file
         api = connect(args.kubeconfig, args.context)
-        names = _names(args)
         if args.command == "up":
             if not names:
                 raise CourseError("No attendees named.", "add --attendees a,b,c or --count N.")

@@ -5,11 +5,18 @@ exercises 2 and 3 are judged against the paths the Python client itself
 requests (recorded with :class:`RequestLog`), so they cannot drift from it.
 None of them needs etcd access. Exercise 1 brings the chapter's namespace back
 first: after "Run All" its last cell has deleted it.
+
+A wrong answer is told why it is wrong, never what is right: exercise 1 says
+the same sentence for every wrong pair (with two booleans, naming the wrong
+half would name the answer), and exercise 3 asks for new names on every run
+and never prints the path the client requested, so a table of paths copied
+from an earlier run does not pass.
 """
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -57,18 +64,14 @@ def check_1(
     except (TypeError, ValueError):
         return wrong("1", "answer_1 should be a tuple of two booleans: (no-op PATCH, label PATCH)")
     created, same, labelled = _versions_after_patches(api, namespace)
-    if bool(no_op) != (same != created):
+    if (bool(no_op), bool(label_only)) != (same != created, labelled != same):
+        # One sentence for every wrong pair: saying which half is wrong would say the answer.
         return wrong(
             "1",
-            f"the PATCH that changes nothing {'does not change' if no_op else 'changes'} it. "
-            "Hint: the API server compares the patched object with the stored one before it "
-            "writes to etcd; what would it have to write?",
-        )
-    if bool(label_only) != (labelled != same):
-        return wrong(
-            "1",
-            f"the label-only PATCH {'does not change' if label_only else 'changes'} it. "
-            "Hint: labels are part of the stored object like data; does anything skip a write?",
+            "at least one of the two predictions is not what the cluster did. Hints: before it "
+            "writes to etcd, the API server compares the patched object with the stored one "
+            "(what would a PATCH that changes nothing write?); and are labels part of the "
+            "stored object, like data?",
         )
     return correct(
         "1",
@@ -124,38 +127,52 @@ def check_2(answer: str | None, api: kubernetes.client.ApiClient) -> Verdict:
     return correct("2", expected)
 
 
-EXERCISE_3_CASES: list[tuple[tuple[str, str, str | None, str | None], str]] = [
-    (("v1", "configmaps", "shop", "greeting"), "read_namespaced_config_map"),
-    (("apps/v1", "deployments", "shop", None), "list_namespaced_deployment"),
-    (("v1", "nodes", None, "worker"), "read_node"),
-    (("samplecontroller.k8s.io/v1alpha1", "foos", "shop", "example-foo"), "get_foo"),
-    (("apps/v1", "deployments", None, None), "list_deployment_for_all_namespaces"),
+EXERCISE_3_CASES: list[tuple[str, str, bool, bool, str]] = [
+    ("v1", "configmaps", True, True, "read_namespaced_config_map"),
+    ("apps/v1", "deployments", True, False, "list_namespaced_deployment"),
+    ("v1", "nodes", False, True, "read_node"),
+    ("samplecontroller.k8s.io/v1alpha1", "foos", True, True, "get_foo"),
+    ("apps/v1", "deployments", False, False, "list_deployment_for_all_namespaces"),
 ]
-"""Exercise 3: (path_for's arguments, the client call whose path it must equal)."""
+"""Exercise 3: (api_version, resource, with a namespace, with a name, the client call).
+
+The namespace and the name are made up afresh on every run, so that only a
+function that builds paths passes, not a table of the paths of an earlier run.
+"""
 
 
-def _client_call(api: kubernetes.client.ApiClient, name: str) -> Callable[[], Any]:
+def _client_call(
+    api: kubernetes.client.ApiClient, call: str, namespace: str | None, name: str | None
+) -> Callable[[], Any]:
     core, apps = kubernetes.client.CoreV1Api(api), kubernetes.client.AppsV1Api(api)
     custom = kubernetes.client.CustomObjectsApi(api)
     return {
-        "read_namespaced_config_map": lambda: core.read_namespaced_config_map("greeting", "shop"),
-        "list_namespaced_deployment": lambda: apps.list_namespaced_deployment("shop", limit=1),
-        "read_node": lambda: core.read_node("worker"),
+        "read_namespaced_config_map": lambda: core.read_namespaced_config_map(name, namespace),
+        "list_namespaced_deployment": lambda: apps.list_namespaced_deployment(namespace, limit=1),
+        "read_node": lambda: core.read_node(name),
         "get_foo": lambda: custom.get_namespaced_custom_object(
-            "samplecontroller.k8s.io", "v1alpha1", "shop", "foos", "example-foo"
+            "samplecontroller.k8s.io", "v1alpha1", namespace, "foos", name
         ),
         "list_deployment_for_all_namespaces": lambda: apps.list_deployment_for_all_namespaces(
             limit=1
         ),
-    }[name]
+    }[call]
+
+
+def _made_up(prefix: str) -> str:
+    """A name nobody has used: ``prefix`` and six random letters and digits."""
+    return f"{prefix}-{secrets.token_hex(3)}"
 
 
 def check_3(path_for: Callable[..., str] | None, api: kubernetes.client.ApiClient) -> Verdict:
     """``path_for(api_version, resource, namespace, name)`` returns the client's REST path."""
     if path_for is None:
         return not_attempted("3", "set path_for to your function")
-    for args, call in EXERCISE_3_CASES:
-        expected = _recorded_path(api, _client_call(api, call))
+    for api_version, resource, namespaced, named, call in EXERCISE_3_CASES:
+        namespace = _made_up("shop") if namespaced else None
+        name = _made_up("item") if named else None
+        args = (api_version, resource, namespace, name)
+        expected = _recorded_path(api, _client_call(api, call, namespace, name))
         try:
             got = path_for(*args)
         except Exception as exc:  # reported to the learner, with where it happened
@@ -168,10 +185,11 @@ def check_3(path_for: Callable[..., str] | None, api: kubernetes.client.ApiClien
         if not isinstance(got, str) or got.rstrip("/") != expected:
             return wrong(
                 "3",
-                f"path_for{args} gave {got!r}, the client requests {expected!r}. "
+                f"path_for{args} gave {got!r}, which is not the path the client requests. "
                 f"Hint: {_path_hint(got if isinstance(got, str) else '', expected)}",
             )
     return correct(
         "3",
-        f"all {len(EXERCISE_3_CASES)} paths match the client's; chapter 01's ListWatch takes these",
+        f"all {len(EXERCISE_3_CASES)} paths match the client's, for names made up on this run; "
+        "chapter 01's ListWatch takes such paths",
     )

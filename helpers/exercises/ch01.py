@@ -2,22 +2,30 @@
 
 Each check runs against the real cluster: exercise 1 runs the learner's watch
 generator, exercise 2 makes a resourceVersion expire for real (etcd compaction
-of PodTemplates, which have no watch cache on the course's clusters), and
-exercise 3 counts the requests of a real list+watch loop. Each check brings
-the chapter's namespace back first (after "Run All" its last cell deleted it).
-On a cluster without etcd access exercise 2 cannot make a version expire, and
-its check says so instead of judging.
+of PodTemplates, which have no watch cache on the course's clusters) and sends
+the two LISTs the learner predicts, and exercise 3 counts the requests of a
+real list+watch loop. Each check brings the chapter's namespace back first
+(after "Run All" its last cell deleted it). On a cluster without etcd access
+exercise 2 cannot make a version expire, and its check says so instead of
+judging.
+
+A wrong answer is told why, never what is right: exercise 1 watches a
+ConfigMap whose name and number of changes are new on every run, so a
+generator that yields remembered pairs does not pass; exercise 2 asks about
+LISTs the chapter does not show, so its printed 410 is not the answer.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import kubernetes
+from kubernetes.client.exceptions import ApiException
 
 from .. import namespaces
 from ..cluster.info import describe
@@ -32,6 +40,19 @@ def _configmaps(namespace: str) -> str:
     return f"/api/v1/namespaces/{namespace}/configmaps"
 
 
+def _changes(api: kubernetes.client.ApiClient, namespace: str) -> list[tuple[str, str]]:
+    """Create, change (one to three times) and delete a ConfigMap; the events a watch sees."""
+    core = kubernetes.client.CoreV1Api(api)
+    name = core.create_namespaced_config_map(
+        namespace, {"metadata": {"generateName": "exercise-w-"}}
+    ).metadata.name
+    changes = random.randint(1, 3)
+    for n in range(changes):
+        core.patch_namespaced_config_map(name, namespace, {"data": {"n": str(n)}})
+    core.delete_namespaced_config_map(name, namespace)
+    return [("ADDED", name), *[("MODIFIED", name)] * changes, ("DELETED", name)]
+
+
 def check_1(
     watch_from: Callable[..., Iterable[tuple[str, str]]] | None,
     api: kubernetes.client.ApiClient,
@@ -43,9 +64,8 @@ def check_1(
     namespaces.ensure_namespace(api, namespace)
     core = kubernetes.client.CoreV1Api(api)
     version = core.list_namespaced_config_map(namespace).metadata.resource_version
-    core.create_namespaced_config_map(namespace, {"metadata": {"name": "exercise-w"}})
-    core.patch_namespaced_config_map("exercise-w", namespace, {"data": {"n": "1"}})
-    core.delete_namespaced_config_map("exercise-w", namespace)
+    expected = _changes(api, namespace)  # a new name, and a new number of changes, each run
+    name = expected[0][1]
 
     seen: list[Any] = []
     failure: list[BaseException] = []
@@ -72,85 +92,90 @@ def check_1(
             f"it raised {type(failure[0]).__name__}: {failure[0]} (run your function by hand on "
             "the chapter's PATH to see where)",
         )
-    ours = [tuple(item) for item in seen if len(item) == 2 and item[1] == "exercise-w"]
-    expected = [("ADDED", "exercise-w"), ("MODIFIED", "exercise-w"), ("DELETED", "exercise-w")]
+    pairs = [tuple(item) for item in seen if isinstance(item, tuple | list) and len(item) == 2]
+    ours = [pair for pair in pairs if pair[1] == name]
     if ours != expected:
         return wrong(
             "1",
-            f"for ConfigMap exercise-w it yielded {ours}; the server sent three events for it "
-            "(created, changed, deleted): yield one (type, name) pair for each",
+            f"the check just created, changed and deleted ConfigMap {name}; for it your "
+            f"generator yielded {ours}, which is not what the server sent. Watch from the "
+            "resource_version you are given, and yield one (type, name) pair for every event",
         )
-    return correct("1", f"three events, stream ended after {time.monotonic() - started:.0f} s")
+    return correct(
+        "1",
+        f"{len(expected)} events for {name}, in order; the stream ended after "
+        f"{time.monotonic() - started:.0f} s",
+    )
 
 
-def _expired_watch(api: kubernetes.client.ApiClient, namespace: str) -> dict[str, Any]:
-    """Make a PodTemplate watch's resourceVersion expire, and return the server's Status."""
+def _expired_lists(api: kubernetes.client.ApiClient, namespace: str) -> tuple[int, int]:
+    """Make a PodTemplate list's resourceVersion expire; the HTTP status of two LISTs at it.
+
+    The first LIST leaves ``resourceVersionMatch`` out (the version is a lower
+    bound); the second does too, but asks for pages of 500, which makes the
+    version exact (pages must all show one moment).
+    """
     core = kubernetes.client.CoreV1Api(api)
     template = {
         "metadata": {"generateName": "exercise-expiry-"},
         "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}},
     }
     name = core.create_namespaced_pod_template(namespace, template).metadata.name
-    version = core.list_namespaced_pod_template(namespace).metadata.resource_version
-    # Two writes after the list, so that the first one (version + 1, where the watch
-    # would start) is older than the revision we compact at.
+    old = core.list_namespaced_pod_template(namespace).metadata.resource_version
+    # Two writes after the list, so that the revision we compact at is newer than `old`.
     for n in range(2):
         core.patch_namespaced_pod_template(name, namespace, {"metadata": {"labels": {"n": str(n)}}})
     etcd = EtcdClient(describe().etcd_url)
     etcd.compact(etcd.revision())
-    response = api.call_api(
-        f"/api/v1/namespaces/{namespace}/podtemplates",
-        "GET",
-        query_params=[("watch", "true"), ("resourceVersion", version), ("timeoutSeconds", "2")],
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _return_http_data_only=True,
-        _request_timeout=(5, 10),
-    )
-    try:
-        for line in iter(response.readline, b""):
-            event = json.loads(line)
-            if event["type"] == "ERROR":
-                return event["object"]
-    finally:
-        # We stop at the ERROR event, before the end of the stream. Released as it is, the
-        # connection would go back to the pool with that response unread, and the next request
-        # to pick it before the server's final chunk arrives would fail with
-        # ResponseNotReady('Request-sent'). Closing it gives the pool a fresh one instead.
-        response.close()
-        response.release_conn()
-    raise AssertionError("the watch from a compacted resourceVersion did not fail")
+    statuses = []
+    for limit in (None, 500):
+        try:
+            core.list_namespaced_pod_template(namespace, resource_version=old, limit=limit)
+        except ApiException as error:
+            statuses.append(error.status)
+        else:
+            statuses.append(200)
+    core.delete_namespaced_pod_template(name, namespace)
+    return statuses[0], statuses[1]
+
+
+_LIST_HINTS = (
+    "(a): to a LIST without resourceVersionMatch, is a resourceVersion 'exactly this moment' "
+    "or 'this moment or any later one'? Could the server answer with a later one?",
+    "(b): every page of a list in pages must show the same moment; which moment can the "
+    "server promise that for, when you give it a version?",
+)
 
 
 def check_2(
-    answer: tuple[int, str] | None, api: kubernetes.client.ApiClient, namespace: str
+    answer: tuple[int, int] | None, api: kubernetes.client.ApiClient, namespace: str
 ) -> Verdict:
-    """``(code, reason)`` of the Status in the ERROR event of an expired watch."""
+    """``(a, b)``: the HTTP status of a LIST at an expired version, without and with a limit."""
     if answer is None:
-        return not_attempted("2", "set answer_2 to a tuple such as (404, 'NotFound')")
+        return not_attempted("2", "set answer_2 to a tuple of two status codes, such as (404, 404)")
     try:
-        code, reason = answer
+        first, second = (int(code) for code in answer)
     except (TypeError, ValueError):
-        return wrong("2", "answer_2 should be a tuple of two: (a number, a reason like 'NotFound')")
+        return wrong("2", "answer_2 should be a tuple of two HTTP status codes, such as (404, 404)")
     if describe().etcd_url is None:
         return CannotCheck(
             "2",
             "not attempted yet",
-            "can't check this on a cluster without etcd access (a real 410 needs an etcd "
-            "compaction); compare your answer with the chapter's 410 section",
+            "can't check this on a cluster without etcd access (an expired version needs an "
+            "etcd compaction); compare your answer with solutions/ch01.py",
         )
     namespaces.ensure_namespace(api, namespace)
-    status = _expired_watch(api, namespace)
-    expected = (status["code"], status["reason"])
-    if code != expected[0]:
-        return wrong(
-            "2",
-            f"the code is not {code}: it is the HTTP status the same error has when it is the "
-            "answer to a request",
-        )
-    if reason != expected[1]:
-        return wrong("2", f"the reason is not {reason!r} (that may be the HTTP reason phrase)")
-    return correct("2", f"{expected[0]} {expected[1]}: {status['message']}")
+    expected = _expired_lists(api, namespace)
+    answers = zip(_LIST_HINTS, (first, second), expected, strict=True)
+    misses = [hint for hint, given, got in answers if given != got]
+    if misses:
+        return wrong("2", "; ".join(misses))
+    return correct(
+        "2",
+        f"{expected[0]} and {expected[1]}: without a limit the version is a lower bound, and "
+        "the server answers with its newest state; in pages it must be exact, and is gone. "
+        "Chapter 02b's reflector re-lists at its last version without a limit",
+    )
 
 
 def check_3(answer: int | None, api: kubernetes.client.ApiClient, namespace: str) -> Verdict:

@@ -15,6 +15,11 @@ cluster and makes its version expire (etcd compaction of PodTemplates, which
 have no watch cache on the course's clusters); without etcd access it says it
 can't check. Check 5 runs the course's store through a scripted sequence of
 writes and compares what it holds with the learner's prediction.
+
+A wrong answer is told why, never what is right: check 1 says how many of its
+five letters are right, not which (naming a wrong letter would name its
+answer); check 3 never prints the delays Backoff hands out, and tries one
+setting made up afresh on every run, so remembered schedules do not pass.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import contextlib
 import copy
 import logging
 import math
+import random
 import threading
 import uuid
 from collections.abc import Callable, Iterable
@@ -53,18 +59,6 @@ SITUATIONS: dict[str, str] = {
     "c": "the watch ends with 410 Gone (Expired)",
     "d": "the watch request is answered 429 Too Many Requests",
     "e": "the watch closes within a second without a single event",
-}
-
-_HINTS: dict[str, str] = {
-    "a": "a watch that the server ends on time is routine, and the version is still good",
-    "b": "a broken connection says nothing about the version: client-go's StreamWatcher "
-    "treats it as a normal close, and the reflector watches again from its last version",
-    "c": "watching again from an expired version gets the same 410 forever; only a LIST gives "
-    "a new starting point",
-    "d": "a 429 says 'slow down', not 'your version is gone': back off, then watch again (a "
-    "LIST would only add load)",
-    "e": "a watch that closes at once with nothing in it means a failing server: the "
-    "reflector counts it as an error and starts over",
 }
 
 
@@ -144,7 +138,12 @@ def _as_request(value: Any) -> str:
 
 
 def check_1(answer: dict[str, str] | None) -> Verdict:
-    """``answer`` maps each situation's letter to ``"watch"`` or ``"list"``."""
+    """``answer`` maps each situation's letter to ``"watch"`` or ``"list"``.
+
+    Judged as a whole: the verdict says how many of the five are right, not
+    which, because with two choices per letter naming the wrong one would name
+    its answer.
+    """
     if answer is None:
         return not_attempted(
             EXERCISE[1], 'set answer_1 to a dict such as {"a": "watch", "b": "list", ...}'
@@ -153,16 +152,28 @@ def check_1(answer: dict[str, str] | None) -> Verdict:
         return wrong(
             EXERCISE[1], f"{answer!r} is not a dict from the letters a to e to 'watch' or 'list'"
         )
-    for letter, situation in SITUATIONS.items():
-        given = _as_request(answer.get(letter, answer.get(letter.upper())))
-        if not given:
-            return wrong(EXERCISE[1], f"no 'watch' or 'list' for {letter} ({situation})")
-        expected = next_request(letter)
-        if given != expected:
-            return wrong(EXERCISE[1], f"{letter}: not a new {given.upper()}; {_HINTS[letter]}")
+    given = {
+        letter: _as_request(answer.get(letter, answer.get(letter.upper()))) for letter in SITUATIONS
+    }
+    missing = [letter for letter, request in given.items() if not request]
+    if missing:
+        return wrong(
+            EXERCISE[1],
+            f"no 'watch' or 'list' for {', '.join(missing)} "
+            f"({'; '.join(SITUATIONS[letter] for letter in missing)})",
+        )
+    right = sum(given[letter] == next_request(letter) for letter in SITUATIONS)
+    if right < len(SITUATIONS):
+        return wrong(
+            EXERCISE[1],
+            f"{right} of {len(SITUATIONS)} right. For each, ask: is the resourceVersion still "
+            "good (then a WATCH from it works), or is it gone, or is the server failing (then "
+            "only a LIST gives a new start)? A broken connection says nothing about the version",
+        )
     return correct(
         EXERCISE[1],
-        "re-watch after a close, a break or a 429; re-list after a 410 or a very short watch",
+        "5 of 5: re-watch after a close, a break or a 429; re-list after a 410 or a very short "
+        "watch",
     )
 
 
@@ -276,6 +287,7 @@ _SCHEDULE_CASES = [
     (5.0, 2.0, 3.0, 3),
     (1.0, 1.0, 10.0, 3),
 ]
+"""Settings every run tries; :func:`_random_case` adds one made up afresh each run."""
 
 
 def backoff_schedule(initial: float, factor: float, cap: float, n: int) -> list[float]:
@@ -284,20 +296,43 @@ def backoff_schedule(initial: float, factor: float, cap: float, n: int) -> list[
     return [backoff.next_delay() for _ in range(n)]
 
 
+def _random_case() -> tuple[float, float, float, int]:
+    """Settings nobody has seen before, so that a table of remembered schedules does not pass."""
+    initial = random.choice((0.1, 0.2, 0.25, 0.3, 0.4))
+    factor = random.choice((1.5, 2.0, 3.0))
+    return initial, factor, round(initial * factor ** random.randint(2, 4), 3), 7
+
+
+def _first_difference(got: list[float], expected: list[float]) -> str:
+    """Where a schedule goes wrong, without giving the right numbers away."""
+    if len(got) != len(expected):
+        return f"it has {len(got)} delays; n asks for {len(expected)}"
+    for number, (mine, right) in enumerate(zip(got, expected, strict=True), start=1):
+        if not math.isclose(mine, right):
+            return f"delay {number} ({mine:g} s) is not what Backoff hands out"
+    return ""
+
+
 def check_3(schedule: Callable[[float, float, float, int], Iterable[float]] | None) -> Verdict:
     """``schedule(initial, factor, cap, n)`` lists the first n un-jittered delays."""
     if schedule is None:
         return not_attempted(EXERCISE[3], "set schedule to your function")
-    for initial, factor, cap, n in _SCHEDULE_CASES:
+    cases = [*_SCHEDULE_CASES, _random_case()]
+    for initial, factor, cap, n in cases:
         call = f"schedule({initial}, {factor}, {cap}, {n})"
         expected = backoff_schedule(initial, factor, cap, n)
         try:
             got = [float(delay) for delay in schedule(initial, factor, cap, n)]
         except Exception as exc:
             return wrong(EXERCISE[3], f"{call} raised {type(exc).__name__}: {exc}")
-        if len(got) != len(expected) or not all(map(math.isclose, got, expected)):
-            return wrong(EXERCISE[3], f"{call} gave {got}; Backoff hands out {expected}")
-    return correct(EXERCISE[3], f"{len(_SCHEDULE_CASES)} settings, the cap included")
+        difference = _first_difference(got, expected)
+        if difference:
+            return wrong(
+                EXERCISE[3],
+                f"in {call}, {difference}. Hint: each delay is the last one times the factor, "
+                "and no delay is above the cap, the first one included",
+            )
+    return correct(EXERCISE[3], f"{len(cases)} settings, the cap included, one new on this run")
 
 
 # --- check 4 (02b, exercise 3): recover from a 410 ---
@@ -530,10 +565,9 @@ def _keys_hint(given: set[str], expected: set[str]) -> str:
         return "a tombstone (DeletedFinalStateUnknown) deletes by the key it carries"
     if any(key.endswith("/kwok-node-0") for key in given):
         return "a cluster-scoped object has no namespace, and its key is its name alone, no slash"
-    missing = sorted(expected - given)
-    if missing:
-        return f"the store still holds {missing[0]}"
-    return f"the store holds {len(expected)} keys, not {len(given)}"
+    if expected - given:
+        return "the store holds a key you left out: which write did you skip?"
+    return "the store does not hold every key you listed: which write removes one?"
 
 
 def _values_hint(given: set[str]) -> str:

@@ -2,10 +2,10 @@
 
 03a, the informer: check 1 asks for a prediction (a handler stuck in a call:
 what waits in its buffer, what the other handler hears) and runs the case on
-the cluster; check 2 runs the learner's handler on a real
-:class:`SharedInformer` of PodTemplates that sees one delete while watching and
-misses another across a real 410 (held-back watch, etcd compaction) and a
-re-list, as 03a does. 03b, the indexer and the lister: check 3 runs the
+the cluster; check 2 runs the learner's handler, twice and with different
+counts, on a real :class:`SharedInformer` of PodTemplates that sees some deletes
+while watching and misses others across a real 410 (held-back watch, etcd
+compaction) and a re-list, as 03a does. 03b, the indexer and the lister: check 3 runs the
 learner's function on a store the check fills itself; check 4 runs a
 lister-reading loop against the cluster and counts its requests.
 
@@ -13,7 +13,9 @@ Verdicts name the exercise as its notebook numbers it (checks 1 and 2 are
 03a's exercises 1 and 2, checks 3 and 4 are 03b's exercises 1 and 2). Checks
 1, 2 and 4 bring the chapter's namespace back first (after "Run All" its last
 cell has deleted it); check 2 says it cannot judge on a cluster without etcd
-access.
+access. A wrong answer's message says which rule it broke, never the answer: an
+answer copied from what the chapter printed, or a class that holds fixed
+counts, is told "wrong".
 """
 
 from __future__ import annotations
@@ -146,20 +148,31 @@ def check_1(answer: Any, api: kubernetes.client.ApiClient, namespace: str) -> Ve
 
 EXERCISE_3_LABEL = "exercise=ch03-3"
 
+DRILLS_2 = ((1, 2), (2, 1))
+"""(deletes seen live, deletes missed across a re-list) in each of check 2's runs: two runs
+with different counts, so a class that only holds the right numbers cannot pass both."""
+
 
 def _missed_delete_drill(
-    learner: Any, api: kubernetes.client.ApiClient, namespace: str, etcd: EtcdClient
+    learner: Any,
+    api: kubernetes.client.ApiClient,
+    namespace: str,
+    etcd: EtcdClient,
+    live: int,
+    missed: int,
 ) -> list[Any]:
-    """Run ``learner`` on a real PodTemplate informer: one delete seen live, one missed.
+    """Run ``learner`` on a real PodTemplate informer: ``live`` deletes seen, ``missed`` missed.
 
-    The second delete happens while the informer's next watch is held back and
+    The missed deletes happen while the informer's next watch is held back and
     etcd is compacted, so the watch meets a real 410, the reflector re-lists,
-    and the informer delivers a tombstone. Returns the deletes our own handler saw.
+    and the informer delivers a tombstone for each. Returns the deletes our own
+    handler saw.
     """
     core = kubernetes.client.CoreV1Api(api)
     core.delete_collection_namespaced_pod_template(namespace, label_selector=EXERCISE_3_LABEL)
     container = {"name": "app", "image": "nginx"}
-    for name in ("exercise-3-a", "exercise-3-b", "exercise-3-c"):
+    names = [f"exercise-3-{n}" for n in range(live + missed + 1)]
+    for name in names:
         metadata = {"name": name, "labels": dict([EXERCISE_3_LABEL.split("=")])}
         body = {"metadata": metadata, "template": {"spec": {"containers": [container]}}}
         core.create_namespaced_pod_template(namespace, body)
@@ -171,6 +184,10 @@ def _missed_delete_drill(
             ours.append(obj)
             seen.notify_all()
 
+    def wait_for_deletes(count: int, what: str) -> None:
+        with seen:
+            assert seen.wait_for(lambda: len(ours) == count, GUARD_SECONDS), what
+
     held = HeldListWatch(
         api, f"/api/v1/namespaces/{namespace}/podtemplates", label_selector=EXERCISE_3_LABEL
     )
@@ -181,33 +198,55 @@ def _missed_delete_drill(
         with informer:
             try:
                 assert wait_for_cache_sync(informer, timeout=GUARD_SECONDS), "no sync"
-                core.delete_namespaced_pod_template("exercise-3-a", namespace)
-                with seen:
-                    assert seen.wait_for(lambda: len(ours) == 1, GUARD_SECONDS), "no live delete"
-                held.hold()
+                for name in names[:live]:
+                    core.delete_namespaced_pod_template(name, namespace)
+                wait_for_deletes(live, "the live deletes never arrived")
+                held.hold(cut=True)
                 assert held.wait_until_held(GUARD_SECONDS), "the next watch never came"
-                core.delete_namespaced_pod_template("exercise-3-b", namespace)
+                for name in names[live:-1]:
+                    core.delete_namespaced_pod_template(name, namespace)
                 # One more write, so the compaction passes the version the watch resumes
                 # from (a 410), not only the delete's predecessor (etcd answers that with
                 # a 500 "PrevKv=nil"; the reflector re-lists too, but logs an error).
                 patch = {"metadata": {"labels": {"touched": "yes"}}}
-                core.patch_namespaced_pod_template("exercise-3-c", namespace, patch)
+                core.patch_namespaced_pod_template(names[-1], namespace, patch)
                 etcd.compact(etcd.revision())
                 held.release()
-                with seen:
-                    assert seen.wait_for(lambda: len(ours) == 2, GUARD_SECONDS), "no missed delete"
+                wait_for_deletes(live + missed, "the missed deletes never arrived")
                 registration.wait_until_idle(GUARD_SECONDS)
             finally:
                 held.release()  # before the informer stops: it must not wait at the gate
     finally:
         core.delete_collection_namespaced_pod_template(namespace, label_selector=EXERCISE_3_LABEL)
+    tombstones = sum(isinstance(obj, DeletedFinalStateUnknown) for obj in ours)
+    assert tombstones == missed, f"the drill made {tombstones} tombstones, not {missed}"
     return ours
+
+
+def _judge_2(counter: Any, live: int, missed: int) -> str | None:
+    """Why ``counter``'s counts after a drill are wrong, or None. Says which rule it broke,
+    never the numbers it should have had."""
+    deletes = getattr(counter, "deletes", None)
+    tombstones = getattr(counter, "tombstones", None)
+    if (deletes, tombstones) == (live, 0):
+        return "it counted only the deletes that came live; did on_delete fail on a tombstone?"
+    if deletes != live + missed:
+        return (
+            f"deletes is {deletes!r}, not the number of on_delete calls: count every call, "
+            "an object or a tombstone"
+        )
+    if tombstones != missed:
+        return (
+            f"tombstones is {tombstones!r}, not the number of DeletedFinalStateUnknown "
+            "objects on_delete received"
+        )
+    return None
 
 
 def check_2(
     delete_counter: type | None, api: kubernetes.client.ApiClient, namespace: str
 ) -> Verdict:
-    """``DeleteCounter()`` counts ``deletes`` and, among them, ``tombstones``."""
+    """``DeleteCounter()`` counts ``deletes`` and, among them, ``tombstones``, in two runs."""
     if delete_counter is None:
         return not_attempted("2", "set DeleteCounter to your class")
     etcd_url = describe().etcd_url
@@ -219,18 +258,18 @@ def check_2(
             "compaction); compare your class with solutions/ch03.py",
         )
     namespaces.ensure_namespace(api, namespace)
-    learner = delete_counter()
-    ours = _missed_delete_drill(learner, api, namespace, EtcdClient(etcd_url))
-    assert isinstance(ours[1], DeletedFinalStateUnknown), "the drill made no tombstone"
-    deletes = getattr(learner, "deletes", None)
-    tombstones = getattr(learner, "tombstones", None)
-    if (deletes, tombstones) == (1, 0):
-        return wrong("2", "it counted only the live delete; did on_delete fail on a tombstone?")
-    if deletes != 2:
-        return wrong("2", f"deletes is {deletes!r}: one delete came live, one as a tombstone")
-    if tombstones != 1:
-        return wrong("2", f"tombstones is {tombstones!r}, but one delete came as a tombstone")
-    return correct("2", "one delete seen live, one missed and delivered as a tombstone")
+    counted = 0
+    for run, (live, missed) in enumerate(DRILLS_2, start=1):
+        learner = delete_counter()
+        _missed_delete_drill(learner, api, namespace, EtcdClient(etcd_url), live, missed)
+        problem = _judge_2(learner, live, missed)
+        if problem is not None:
+            return wrong("2", f"in run {run} of {len(DRILLS_2)}, {problem}")
+        counted += live + missed
+    return correct(
+        "2",
+        f"{len(DRILLS_2)} runs, {counted} deletes counted, the tombstones among them too",
+    )
 
 
 # --- check 3 (03b, exercise 1): a lister query --------------------------------------------
@@ -264,9 +303,33 @@ def check_3(same_colour: Callable[[Any, str, str], Any] | None, lister_class: ty
             answer = same_colour(lister, namespace, name)
         except Exception as exc:
             return wrong("1", f"for {namespace}/{name} it raised {type(exc).__name__}: {exc}")
-        if answer != expected:
-            return wrong("1", f"for {namespace}/{name} it returned {answer!r}, not {expected!r}")
+        problem = _judge_3(store, namespace, name, answer, expected)
+        if problem is not None:
+            return wrong("1", f"for {namespace}/{name} {problem}")
     return correct("1", "one namespace, the object itself left out, None for a miss")
+
+
+def _judge_3(
+    store: Indexer, namespace: str, name: str, answer: Any, expected: list[str] | None
+) -> str | None:
+    """Which rule ``answer`` broke, or None; it names what is wrong, not the whole answer."""
+    if expected is None:
+        return None if answer is None else f"(no such ConfigMap) it returned {answer!r}, not None"
+    if not isinstance(answer, list):
+        return f"it returned {answer!r}: return a sorted list of names"
+    if name in answer:
+        return f"the list has {name} itself; the exercise asks for the *other* ConfigMaps"
+    where = {obj["metadata"]["name"]: obj["metadata"]["namespace"] for obj in store.list()}
+    elsewhere = [n for n in answer if where.get(n) not in (None, namespace)]
+    if elsewhere:
+        return f"the list has {elsewhere[0]}, which is in another namespace"
+    if set(answer) - set(expected):
+        return f"the list has {sorted(set(answer) - set(expected))[0]}, of another colour"
+    if set(expected) - set(answer):
+        return "the list leaves out a ConfigMap of the same colour in the same namespace"
+    if answer != sorted(answer):
+        return "the names are not sorted"
+    return None
 
 
 # --- check 4 (03b, exercise 2): the requests of a loop that reads through a lister --------

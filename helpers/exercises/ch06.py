@@ -1,9 +1,10 @@
 """Checks for chapter 06's exercises (the reconcile loop, live).
 
-Exercises 1 and 2 change part of the sync, and their checks run a Foo controller with the
-learner's function on the cluster, in the chapter's namespace, with a
-:class:`helpers.timeline.TimelineRecorder` attached to see what each sync wrote; each check
-deletes the Foo it made. Exercise 3's check asks sample-controller's real rate limiter.
+Exercises 1 and 2 change part of the controller, and their checks run a Foo controller with the
+learner's function on the cluster, in the chapter's namespace (brought back if Run All deleted
+it), with a :class:`helpers.timeline.TimelineRecorder` attached to see what each sync wrote; each
+check deletes the Foo it made. Exercise 3's check asks sample-controller's real rate limiter,
+exercise 4's runs :func:`helpers.timeline.stale_reads` on the record the exercise shows.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
+from .. import namespaces
 from ..clock import FakeClock, StopEvent
 from ..controller import (
     FOO_GROUP,
@@ -30,9 +33,9 @@ from ..controller import (
     run_controller,
 )
 from ..lister import NotFoundError
-from ..reconcile import extend_foo_status
+from ..reconcile import extend_foo_status, restore_foo_status, status_is_extended
 from ..store import split_meta_namespace_key
-from ..timeline import SYNCED, TimelineRecorder
+from ..timeline import FAILED, SYNCED, InformerEvent, Sync, TimelineRecorder, Write, stale_reads
 from ..waiting import wait_for
 from . import Verdict, correct, not_attempted, wrong
 
@@ -73,11 +76,16 @@ class _Run:
         self.recorder.detach()
 
 
-def _delete_foo(api: kubernetes.client.ApiClient, namespace: str, name: str) -> None:
+def _delete_foo(
+    api: kubernetes.client.ApiClient, namespace: str, name: str, *, force: bool = False
+) -> None:
+    """Delete Foo ``name`` if it exists; ``force``: take off a finalizer that holds it first."""
+    custom = kubernetes.client.CustomObjectsApi(api)
+    args = (FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, name)
     try:
-        kubernetes.client.CustomObjectsApi(api).delete_namespaced_custom_object(
-            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, name
-        )
+        if force:
+            custom.patch_namespaced_custom_object(*args, {"metadata": {"finalizers": None}})
+        custom.delete_namespaced_custom_object(*args)
     except ApiException as exc:
         if exc.status != 404:
             raise
@@ -156,6 +164,7 @@ def check_1(
         return wrong("1", f"it raised {type(exc).__name__}: {exc}")
     if problem:
         return wrong("1", problem)
+    namespace = namespaces.ensure_namespace(api, namespace)  # after Run All the chapter deleted it
     apps = kubernetes.client.AppsV1Api(api)
     custom = kubernetes.client.CustomObjectsApi(api)
     name = "exercise-1-drift"
@@ -206,88 +215,155 @@ def _image(deployment: Mapping[str, Any] | None) -> str | None:
         return None
 
 
-# --- exercise 2: a careful status ----------------------------------------------------------------
+# --- exercise 2: the predicate that stops the runaway -------------------------------------------
+
+FINALIZER = "exercise.controllers-from-scratch.dev/hold"
 
 
-def _careful(careful_status: Callable[[Foo, Deployment], dict | None]) -> type[FooController]:
-    class Careful(FooController):
-        """Writes whatever the learner's ``careful_status`` returns, unless it returns None."""
+class _Stamping(FooController):
+    """The chapter's runaway: observedGeneration and the time of each sync, in every status."""
 
-        def update_foo_status(self, foo: Mapping[str, Any], deployment: Mapping[str, Any]) -> None:
-            status = careful_status(copy.deepcopy(dict(foo)), copy.deepcopy(dict(deployment)))
-            if status is None:
-                return
-            foo_copy = copy.deepcopy(dict(foo))
-            foo_copy["status"] = status
-            self.clients.update_foo_status(foo_copy["metadata"]["namespace"], foo_copy)
-
-    return Careful
+    def update_foo_status(self, foo: Mapping[str, Any], deployment: Mapping[str, Any]) -> None:
+        foo_copy = copy.deepcopy(dict(foo))
+        status = foo_copy.setdefault("status", {})
+        status["availableReplicas"] = (deployment.get("status") or {}).get("availableReplicas", 0)
+        status["observedGeneration"] = foo["metadata"]["generation"]
+        status["lastSyncTime"] = datetime.now(UTC).isoformat(timespec="microseconds")[:26] + "Z"
+        self.clients.update_foo_status(foo_copy["metadata"]["namespace"], foo_copy)
 
 
-def _offline_2(careful_status: Callable[[Foo, Deployment], dict | None]) -> str | None:
-    foo, deployment = _foo("offline", 2)
-    foo["metadata"]["generation"] = 3
-    deployment["status"] = {"availableReplicas": 2}
-    wanted = {"availableReplicas": 2, "observedGeneration": 3}
-    got = careful_status(copy.deepcopy(foo), copy.deepcopy(deployment))
-    if got is None:
-        return "it returned None for a Foo with no status yet: that one needs a write"
-    if not isinstance(got, Mapping) or {k: got.get(k) for k in wanted} != wanted:
-        return f"for a Foo of generation 3 and 2 available replicas it returned {got!r}"
-    foo["status"] = dict(got)
-    if careful_status(copy.deepcopy(foo), copy.deepcopy(deployment)) is not None:
-        return "it asks for a write when the Foo already has that status"
+class _Filtered:
+    """A Foo informer whose controller handler sees only the updates ``wakes`` lets through.
+
+    Every other use (starting, stopping, the lister, the recorder's own handler)
+    goes to the real informer. What the learner's function raised is kept in
+    ``raised``: it runs in the informer's thread, where nobody would see it.
+    """
+
+    def __init__(self, informer: Any, wakes: Callable[[Foo, Foo], bool]) -> None:
+        self._informer = informer
+        self._wakes = wakes
+        self.raised: Exception | None = None
+
+    def add_event_handler(self, handler: Any = None, **kwargs: Any) -> Any:
+        on_update = kwargs.get("on_update")
+        if on_update is not None and kwargs.get("name") == "foo-controller":
+
+            def filtered(old: Any, new: Any) -> None:
+                try:
+                    wake = self._wakes(copy.deepcopy(old), copy.deepcopy(new))
+                except Exception as exc:
+                    self.raised = exc
+                    return
+                if wake:
+                    on_update(old, new)
+
+            kwargs["on_update"] = filtered
+        return self._informer.add_event_handler(handler, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._informer, name)
+
+
+def _offline_2(wakes: Callable[[Foo, Foo], bool]) -> str | None:
+    """Why ``wakes`` is wrong on plain dicts, or None."""
+    old, _ = _foo("offline", 1)
+    old["status"] = {"availableReplicas": 1, "observedGeneration": 1}
+
+    def changed(change: Callable[[Foo], None]) -> Foo:
+        new = copy.deepcopy(old)
+        new["metadata"]["resourceVersion"] = "2"
+        change(new)
+        return new
+
+    def status(foo: Foo) -> None:
+        foo["status"]["lastSyncTime"] = "2026-12-04T10:00:00.000001Z"
+
+    def spec(foo: Foo) -> None:
+        foo["spec"]["replicas"] = 2
+        foo["metadata"]["generation"] = 2
+
+    def deletion(foo: Foo) -> None:
+        foo["metadata"].update(deletionTimestamp="2026-12-04T10:00:00Z", generation=2,
+                               finalizers=[FINALIZER])  # fmt: skip
+
+    cases = [
+        (status, False, "a Foo whose status alone changed (the controller's own write)"),
+        (spec, True, "a Foo whose spec.replicas changed from 1 to 2"),
+        (deletion, True, "a Foo being deleted while a finalizer holds it"),
+    ]
+    for change, expected, what in cases:
+        new = changed(change)
+        before = copy.deepcopy((old, new))
+        answer = wakes(old, new)
+        if (old, new) != before:
+            return "it changed the objects it was given: they are the cache's, read-only"
+        if bool(answer) != expected:
+            return f"it says {answer!r} for {what}; it should say {expected}"
     return None
 
 
 def check_2(
-    careful_status: Callable[[Foo, Deployment], dict | None] | None,
-    api: kubernetes.client.ApiClient,
-    namespace: str,
+    wakes: Callable[[Foo, Foo], bool] | None, api: kubernetes.client.ApiClient, namespace: str
 ) -> Verdict:
-    """A status with observedGeneration, written only when it changes: reconciled, then quiet."""
-    if careful_status is None:
-        return not_attempted("2", "set careful_status to your function")
+    """The stamping controller with ``wakes`` in front of its Foo updates: reconciled, quiet, and
+    still told about a deletion."""
+    if wakes is None:
+        return not_attempted("2", "set wakes to your function")
     try:
-        problem = _offline_2(careful_status)
+        problem = _offline_2(wakes)
     except Exception as exc:  # reported to the learner, not swallowed
         return wrong("2", f"it raised {type(exc).__name__}: {exc}")
     if problem:
         return wrong("2", problem)
-    extend_foo_status(api, namespace)  # the chapter did it at its start; a no-op then
+    namespace = namespaces.ensure_namespace(api, namespace)
+    extended = status_is_extended(api)
+    extend_foo_status(api, namespace)
     custom = kubernetes.client.CustomObjectsApi(api)
-    name = "exercise-2-careful"
-    _delete_foo(api, namespace, name)
-    run = _Run(_careful(careful_status).new(api, namespace=namespace))
+    name = "exercise-2-wakes"
+    _delete_foo(api, namespace, name, force=True)
+    controller = _Stamping.new(api, namespace=namespace)
+    filtered = _Filtered(controller.foo_informer, wakes)
+    controller = _Stamping(controller.clients, filtered, controller.deployment_informer)  # type: ignore[arg-type]
+    run = _Run(controller)
     try:
-        custom.create_namespaced_custom_object(
-            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, foo_body(name, name, 1)
-        )
-        _wait_reconciled(custom, namespace, name, 1)
-        custom.patch_namespaced_custom_object(
-            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, name, {"spec": {"replicas": 2}}
-        )
-        foo = _wait_reconciled(custom, namespace, name, 2)
-        settled = run.recorder.now()
-        key = f"{namespace}/{name}"
-
-        def wrote_again(recorder: TimelineRecorder) -> bool:
-            return any(s.writes for s in recorder.syncs(key, settled + 0.3))
-
-        try:  # waiting for what must not happen: the timeout is the good outcome
-            run.recorder.wait_for(wrote_again, "another status write", QUIET)
-            return wrong("2", "it kept writing the status after the Foo was reconciled")
-        except TimeoutError:
-            pass
-        syncs = run.recorder.syncs(key)
+        verdict = _run_2(run, custom, namespace, name)
+        if filtered.raised is not None:
+            raised = filtered.raised
+            return wrong("2", f"it raised {type(raised).__name__} on the cluster: {raised}")
+        return verdict
     finally:
         run.stop()
-        _delete_foo(api, namespace, name)
-    status = foo["status"]
+        _delete_foo(api, namespace, name, force=True)
+        if not extended:
+            restore_foo_status(api, namespace)
+
+
+def _run_2(
+    run: _Run, custom: kubernetes.client.CustomObjectsApi, namespace: str, name: str
+) -> Verdict:
+    args = (FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL)
+    custom.create_namespaced_custom_object(*args, foo_body(name, name, 1))
+    _wait_reconciled(custom, namespace, name, 1)
+    custom.patch_namespaced_custom_object(*args, name, {"spec": {"replicas": 2}})
+    try:
+        _wait_reconciled(custom, namespace, name, 2)
+    except AssertionError:
+        return wrong("2", "after spec.replicas changed to 2 the Foo was never reconciled")
+    key = f"{namespace}/{name}"
+    quiet_from = _quiet(run.recorder, key)
+    if quiet_from is None:
+        return wrong("2", f"the controller kept syncing: no {QUIET:g} s went by without a sync")
+    syncs = len(run.recorder.syncs(key))
+    custom.patch_namespaced_custom_object(*args, name, {"metadata": {"finalizers": [FINALIZER]}})
+    deleted = custom.delete_namespaced_custom_object(*args, name)
+    version = (deleted.get("metadata") or {}).get("resourceVersion", "")
+    try:
+        run.recorder.wait_saw("Foo", name, version, timeout=TIMEOUT)
+    except TimeoutError:
+        return wrong("2", "the Foo was deleted (a finalizer held it) and the controller never knew")
     return correct(
-        "2",
-        f"status {status} after {sum(s.outcome == SYNCED for s in syncs)} writing syncs, then "
-        "quiet",
+        "2", f"reconciled in {syncs} syncs, then quiet; a deletion still woke the controller"
     )
 
 
@@ -317,6 +393,19 @@ def _wait_reconciled(
         ) from exc
 
 
+def _quiet(recorder: TimelineRecorder, key: str) -> float | None:
+    """The time from which ``key`` had no sync for ``QUIET`` seconds, within ``TIMEOUT``; None if
+    it never went quiet. Waiting for what must not happen: a timeout is the good outcome."""
+    deadline = recorder.now() + TIMEOUT
+    while recorder.now() < deadline:
+        since = recorder.now()
+        try:
+            recorder.wait_for(lambda r, since=since: bool(r.syncs(key, since)), "a sync", QUIET)
+        except TimeoutError:
+            return since
+    return None
+
+
 # --- exercise 3: the twelfth retry ---------------------------------------------------------------
 
 ANSWER_3 = "b"
@@ -337,3 +426,59 @@ def check_3(answer: str | None) -> Verdict:
             "tokens to spare, so the per-item delay is the larger)",
         )
     return correct("3", f"the delays were {', '.join(f'{d:g}' for d in delays)} s")
+
+
+# --- exercise 4: the stale reads ----------------------------------------------------------------
+
+EVENTS_4 = [("10", 0.0), ("12", 1.1), ("15", 3.2), ("16", 4.6)]
+"""The versions of Foo x the informer delivered, and when; 16 is someone else's write."""
+
+SYNCS_4 = {
+    "a": ("10", 1.0, [("update Foo status", None, "12")]),
+    "b": ("10", 1.05, [("update Foo status", "409 Conflict: the object has been modified", "")]),
+    "c": ("12", 3.0, [("update Foo status", None, "15")]),
+    "e": ("12", 3.1, [("create Deployment", "500 InternalError: etcd leader changed", "")]),
+    "d": ("15", 4.5, [("update Foo status", "409 Conflict: the object has been modified", "")]),
+}
+"""Each sync: the version of x it read, when it started, and its writes (verb, error, version)."""
+
+HINTS_4 = {
+    "a": "a read 10 before the controller had written anything",
+    "c": "c read 12, the very version a's status write had made",
+    "d": "d read 15, its own last write; its 409 came from someone else's write (16)",
+    "b": "b read 10 just after a's status write had made 12: our own write was not back yet",
+    "e": "e read 12 after c's write had made 15; it failed before it could meet a 409, but it "
+    "read stale data all the same",
+}
+
+
+def record_4() -> tuple[list[Sync], list[InformerEvent]]:
+    """The exercise's table as a recorder would have kept it."""
+    syncs = []
+    for read, started, writes in SYNCS_4.values():
+        error = next((e for _, e, _ in writes if e), None)
+        written = [Write(started + 0.01, "foo-worker-1", verb, "x", e, version)
+                   for verb, e, version in writes]  # fmt: skip
+        syncs.append(Sync("foo-worker-1", "ns/x", started, started + 0.02,
+                          FAILED if error else SYNCED, error, writes=written,
+                          seen={"Foo": read}))  # fmt: skip
+    events = [InformerEvent(at, "Foo", "update", "x", ("status",), version, "ns/x")
+              for version, at in EVENTS_4]  # fmt: skip
+    return syncs, events
+
+
+def check_4(answer: set[str] | None) -> Verdict:
+    """The syncs of the exercise's record that read a Foo older than the controller's own write."""
+    if answer is None:
+        return not_attempted("4", 'set answer_4 to a set of letters, for example {"a"}')
+    if not isinstance(answer, (set, frozenset, list, tuple)) or not set(answer) <= set(SYNCS_4):
+        return wrong("4", f"answer_4 should be a set of the letters {sorted(SYNCS_4)}")
+    syncs, events = record_4()
+    letters = dict(zip((s.started for s in syncs), SYNCS_4, strict=True))
+    stale = {letters[s.started] for s in stale_reads(syncs, events)}
+    extra, missing = sorted(set(answer) - stale), sorted(stale - set(answer))
+    if extra:
+        return wrong("4", f"not {extra[0]}: {HINTS_4[extra[0]]}")
+    if missing:
+        return wrong("4", f"{missing[0]} is missing: {HINTS_4[missing[0]]}")
+    return correct("4", f"{' and '.join(sorted(stale))}: a 409 is not the proof, the versions are")

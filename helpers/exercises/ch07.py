@@ -1,11 +1,13 @@
 """Checks for chapter 07's exercises (from Deployment to Pod).
 
-Each check that needs the cluster runs a small Deployment of its own in the
-chapter's namespace, records it with :class:`helpers.chain.ChainRecorder`, and
-deletes it again: exercise 1 compares the learner's predicted actors with the
-ones the evidence names, exercise 2 runs a rolling update with the learner's
-strategy and counts the Pods, exercise 3 compares the learner's bindings with
-the Pods' ``spec.nodeName`` on the API server.
+Each check runs what it asks about on the cluster, in the chapter's namespace
+(brought back if Run All has deleted it), and deletes what it made: exercise 1
+fails two Pods of a Deployment and scales it, recorded by
+:class:`helpers.chain.ChainRecorder`, and compares the counts with the
+learner's prediction; exercise 2 runs a rolling update with the learner's
+strategy and counts what the ReplicaSets asked for and the Ready Pods;
+exercise 3 creates a Pod no scheduler takes and lets the learner's function
+bind it.
 """
 
 from __future__ import annotations
@@ -16,26 +18,17 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
+from .. import namespaces
 from ..apierrors import explain
-from ..chain import YOU, ChainRecorder, Change, names, pod_counts, ready_count, state
+from ..chain import YOU, ChainRecorder, names, pod_counts, replicas_asked
 from ..errors import CourseError
-from . import Verdict, correct, not_attempted, wrong
+from ..waiting import wait_for
+from . import CannotCheck, Verdict, correct, not_attempted, wrong
 
 TIMEOUT = 60.0
 """Seconds a check's Deployment may take to become ready (kind pulls the image)."""
 
 IMAGES = ("registry.k8s.io/pause:3.9", "registry.k8s.io/pause:3.10")
-
-ACTORS = ("you", "deployment-controller", "replicaset-controller", "scheduler", "kubelet")
-
-QUESTIONS_1 = (
-    ("ReplicaSet", "created"),
-    ("ReplicaSet", "status.availableReplicas"),
-    ("Pod", "created"),
-    ("Pod", "spec.nodeName"),
-    ("Pod", "status.phase"),
-    ("Deployment", "status.availableReplicas"),
-)
 
 
 def _deployment(name: str, replicas: int, strategy: Mapping[str, Any] | None = None) -> dict:
@@ -53,11 +46,6 @@ def _deployment(name: str, replicas: int, strategy: Mapping[str, Any] | None = N
     return {"metadata": {"name": name}, "spec": spec}
 
 
-def _reports(name: str, **status: int) -> Callable[[list[Change]], bool]:
-    wanted = {f"status.{field}": str(value) for field, value in status.items()}
-    return lambda changes: wanted.items() <= state(changes, "Deployment", name).items()
-
-
 def _delete(apps: kubernetes.client.AppsV1Api, name: str, namespace: str) -> None:
     try:
         apps.delete_namespaced_deployment(name, namespace)
@@ -66,64 +54,102 @@ def _delete(apps: kubernetes.client.AppsV1Api, name: str, namespace: str) -> Non
             raise
 
 
-def _mine(changes: list[Change], name: str) -> list[Change]:
+def _mine(changes: list[Any], name: str) -> list[Any]:
     """The changes of Deployment ``name`` and of what it owns (named after it)."""
     return [change for change in changes if change.name.startswith(name)]
 
 
-def _run(
-    api: kubernetes.client.ApiClient, namespace: str, name: str, replicas: int
-) -> list[Change]:
-    """Create Deployment ``name``, record it until ``replicas`` are available, delete it."""
-    apps = kubernetes.client.AppsV1Api(api)
-    _delete(apps, name, namespace)
-    with ChainRecorder(api, namespace) as recorder:
-        try:
-            apps.create_namespaced_deployment(
-                namespace, _deployment(name, replicas), field_manager=YOU
-            )
-            changes = recorder.wait_for(
-                lambda c: _reports(name, availableReplicas=replicas)(_mine(c, name)),
-                what=f"the check's Deployment {name} to have {replicas} available Pods",
-                timeout=TIMEOUT,
-            )
-        finally:
-            _delete(apps, name, namespace)
-    return _mine(changes, name)
+def _kwok_only(api: kubernetes.client.ApiClient) -> bool:
+    """Does kwok play every node's kubelet (so that a Pod's status is ours to write)?"""
+    nodes = kubernetes.client.CoreV1Api(api).list_node().items
+    return bool(nodes) and all(
+        "kwok.x-k8s.io/node" in (node.metadata.annotations or {}) for node in nodes
+    )
 
 
-# --- exercise 1: who writes what ------------------------------------------------------------
+# --- exercise 1: the Failed-Pod drill, predicted --------------------------------------------------
+
+KEYS_1 = ("Running", "Failed", "created", "deleted")
+HINTS_1 = {
+    "Failed": "replicaset-controller never deletes a Pod it does not count, and a Failed Pod it "
+    "does not count; PodGC waits for 12,500 terminated Pods",
+    "created": "a Failed Pod is not active: the ReplicaSet is one short each time",
+    "deleted": "scaling down deletes only active Pods, the Failed ones are not among them",
+    "Running": "the ReplicaSet keeps as many active Pods as it asks for",
+}
 
 
-def _role(actor: str | None) -> str | None:
-    """kwok stands in for the kubelet: both count as "kubelet"."""
-    return "kubelet" if actor in ("kubelet", "kubelet (kwok)") else actor
+def _fail(core: kubernetes.client.CoreV1Api, namespace: str, pod: str) -> None:
+    """Write the status a kubelet would write for a Pod whose containers ended for good."""
+    failed = {"status": {"phase": "Failed", "conditions": [{"type": "Ready", "status": "False"}]}}
+    core.patch_namespaced_pod_status(pod, namespace, failed, field_manager=YOU)
 
 
 def check_1(
-    answer: Mapping[tuple[str, str], str | None] | None,
-    api: kubernetes.client.ApiClient,
-    namespace: str,
+    answer: Mapping[str, int | None] | None, api: kubernetes.client.ApiClient, namespace: str
 ) -> Verdict:
-    """``{(kind, field): actor}`` for each of ``QUESTIONS_1``, checked against a real run."""
-    if answer is None or not any(answer.values()):
-        return not_attempted("1", "fill in an actor for each change in answer_1")
-    missing = [key for key in QUESTIONS_1 if not answer.get(key)]
-    if missing:
-        return wrong("1", f"no actor given for {missing[0]}: every change has one")
-    unknown = {actor for actor in answer.values() if actor not in ACTORS}
-    if unknown:
-        return wrong("1", f"{sorted(unknown)} is not one of the chapter's actors {list(ACTORS)}")
-    changes = _run(api, namespace, "ex1-who", 2)
-    for kind, field in QUESTIONS_1:
-        seen = next(c for c in changes if c.kind == kind and c.field == field)
-        if _role(seen.actor) != answer[kind, field]:
-            return wrong(
-                "1",
-                f"the {kind}'s {field!r} was written by {_role(seen.actor)}, not "
-                f"{answer[kind, field]}; the evidence: {seen.evidence}",
-            )
-    return correct("1", "every actor as the evidence names it")
+    """``{"Running", "Failed", "created", "deleted"}`` for the drill, checked on the cluster."""
+    if answer is None or not any(v is not None for v in answer.values()):
+        return not_attempted("1", "fill in a number for each key of answer_1")
+    if set(answer) != set(KEYS_1) or not all(isinstance(v, int) for v in answer.values()):
+        return wrong("1", f"answer_1 should give a whole number for each of {list(KEYS_1)}")
+    if not _kwok_only(api):
+        return CannotCheck(
+            "1",
+            "a real kubelet owns its Pods' status, so this drill needs the local control plane "
+            "(kwok); compare your answer with the solution in notebooks/solutions/ch07.py",
+        )
+    namespace = namespaces.ensure_namespace(api, namespace)
+    seen = _drill_1(api, namespace)
+    differ = [key for key in KEYS_1 if answer[key] != seen[key]]
+    if differ:
+        key = differ[0]
+        return wrong("1", f"{key} was {seen[key]}, not {answer[key]}: {HINTS_1[key]}")
+    return correct("1", ", ".join(f"{key} {seen[key]}" for key in KEYS_1))
+
+
+def _drill_1(api: kubernetes.client.ApiClient, namespace: str) -> dict[str, int]:
+    """Deployment of 3; fail two Pods, one after the other; scale to 2; count."""
+    name = "ex1-fail"
+    apps, core = kubernetes.client.AppsV1Api(api), kubernetes.client.CoreV1Api(api)
+    _delete(apps, name, namespace)
+    with ChainRecorder(api, namespace) as recorder:
+        try:
+            apps.create_namespaced_deployment(namespace, _deployment(name, 3), field_manager=YOU)
+            first = recorder.wait_settled(name, 3, since=0.0)
+            initial = names(_mine(first, name), "Pod", "created")
+            for _ in range(2):
+                since = recorder.now()
+                running = sorted(
+                    p["metadata"]["name"]
+                    for p in recorder.objects("Pod")
+                    if p["metadata"]["name"].startswith(name)
+                    and (p.get("status") or {}).get("phase") == "Running"
+                )
+                _fail(core, namespace, running[0])
+                replaced = lambda c: bool(names(_mine(c, name), "Pod", "created"))  # noqa: E731
+                recorder.wait_settled(name, 3, since=since, also=replaced)
+            since = recorder.now()
+            apps.patch_namespaced_deployment(name, namespace, {"spec": {"replicas": 2}})
+            recorder.wait_settled(
+                name, 2, since=since,
+                also=lambda c: bool(names(_mine(c, name), "Pod", "deletionTimestamp")),
+            )  # fmt: skip
+            changes = _mine(recorder.changes(), name)
+            pods = core.list_namespaced_pod(namespace, label_selector=f"app={name}").items
+            live = [p for p in pods if p.metadata.deletion_timestamp is None]
+            phases = [p.status.phase for p in live]
+        finally:
+            _delete(apps, name, namespace)
+    deleters = {"replicaset-controller"}
+    return {
+        "Running": phases.count("Running"),
+        "Failed": phases.count("Failed"),
+        "created": len(names(changes, "Pod", "created") - initial),
+        "deleted": len(
+            {c.name for c in changes if c.field == "deletionTimestamp" and c.actor in deleters}
+        ),
+    }
 
 
 # --- exercise 2: a rollout strategy within limits ---------------------------------------------
@@ -132,13 +158,15 @@ def check_1(
 def check_2(
     strategy: Mapping[str, Any] | None, api: kubernetes.client.ApiClient, namespace: str
 ) -> Verdict:
-    """A rolling update of 4 replicas with ``strategy``: at most 4 Pods, at least 3 Ready."""
+    """A rolling update of 4 replicas with ``strategy``: the ReplicaSets ask for at most 4 Pods,
+    and at least 3 are Ready all the time."""
     if strategy is None:
         return not_attempted("2", 'set strategy_2 to {"maxSurge": ..., "maxUnavailable": ...}')
     if not isinstance(strategy, Mapping) or set(strategy) != {"maxSurge", "maxUnavailable"}:
         return wrong(
             "2", 'strategy_2 should be a dict with the keys "maxSurge" and "maxUnavailable"'
         )
+    namespace = namespaces.ensure_namespace(api, namespace)  # after Run All the chapter deleted it
     name, apps = "ex2-rollout", kubernetes.client.AppsV1Api(api)
     _delete(apps, name, namespace)
     with ChainRecorder(api, namespace) as recorder:
@@ -148,15 +176,10 @@ def check_2(
                     namespace, _deployment(name, 4, strategy), field_manager=YOU
                 )
             except ApiException as err:
+                if err.status != 422:  # only an invalid strategy is the answer's fault
+                    raise
                 return wrong("2", f"the API server refused that strategy: {explain(err)}")
-            recorder.wait_for(
-                lambda c: (
-                    _reports(name, availableReplicas=4)(_mine(c, name))
-                    and ready_count(_mine(c, name)) == 4
-                ),
-                what=f"the check's Deployment {name} to have 4 available Pods",
-                timeout=TIMEOUT,
-            )
+            recorder.wait_settled(name, 4, since=0.0)
             start = recorder.now()
             old = {
                 p["metadata"]["name"]
@@ -168,110 +191,94 @@ def check_2(
                 name, namespace, {"spec": {"template": {"spec": image}}}, field_manager=YOU
             )
             try:
-                recorder.wait_for(
-                    lambda c: (
-                        _reports(name, updatedReplicas=4, availableReplicas=4)(_mine(c, name))
-                        and old <= names(c, "Pod", "deleted")
-                    ),
-                    what="the rolling update",
-                    since=start,
-                    timeout=TIMEOUT,
+                recorder.wait_settled(
+                    name, 4, since=start, also=lambda c: old <= names(c, "Pod", "deleted")
                 )
             except CourseError:
                 return wrong("2", "the rolling update did not finish within a minute")
             changes = _mine(recorder.changes(), name)
         finally:
             _delete(apps, name, namespace)
-    times, existing, ready = pod_counts(changes)
-    during = [i for i, at in enumerate(times) if at >= start]
-    most, fewest = max(existing[i] for i in during), min(ready[i] for i in during)
-    asked = most_replicas_asked(changes, since=start)
+    times, _existing, ready = pod_counts(changes)
+    fewest = min(ready[i] for i, at in enumerate(times) if at >= start)
+    asked = max(replicas_asked(changes, since=start)[1])
     if asked > 4:
         return wrong(
             "2",
-            f"{most} Pods existed at one point: maxSurge lets new Pods start before old ones go",
+            f"the ReplicaSets asked for {asked} Pods at one point: maxSurge lets new Pods "
+            "start before old ones go",
         )
     if fewest < 3:
         return wrong(
             "2",
             f"only {fewest} Pods were Ready at one point: maxUnavailable lets old Pods go first",
         )
-    if most > asked:
-        return correct(
-            "2",
-            f"the ReplicaSets never asked for more than {asked} Pods, at least {fewest} Ready "
-            f"({most} existed for a moment: a scaled-down ReplicaSet had not yet deleted its "
-            "Pod when the new one created another)",
-        )
-    return correct("2", f"at most {most} Pods, at least {fewest} Ready")
+    return correct("2", f"the ReplicaSets asked for at most {asked} Pods; at least {fewest} Ready")
 
 
-def most_replicas_asked(changes: list[Change], since: float) -> int:
-    """The largest sum of the ReplicaSets' ``spec.replicas`` from ``since`` on.
+# --- exercise 3: be the scheduler -------------------------------------------------------------
 
-    That sum is what deployment-controller keeps within replicas + maxSurge.
-    The Pods themselves can exceed it for a moment: a ReplicaSet it scaled
-    down deletes its Pod in its own sync, which may run after the other
-    ReplicaSet's sync has created the replacement (kube-controller-manager
-    1.36 retries a sync whose cache has not yet seen the controller's own
-    last write, so under load that order is not rare). Judging the strategy
-    by the Pods alone would then fail a right answer.
-    """
-    asked: dict[str, int] = {}
-    most = 0
-    for change in changes:
-        if change.kind != "ReplicaSet":
-            continue
-        replicas = dict(change.state).get("spec.replicas", "")
-        if change.field == "deleted":
-            asked.pop(change.name, None)
-        elif replicas.isdigit():
-            asked[change.name] = int(replicas)
-        if change.at >= since:
-            most = max(most, sum(asked.values()))
-    return most
-
-
-# --- exercise 3: bindings from the record -----------------------------------------------------
+NOBODYS_SCHEDULER = "nobody-runs-this-scheduler"
 
 
 def check_3(
-    bindings: Callable[[list[Change]], Mapping[str, str]] | None,
+    bind: Callable[[kubernetes.client.CoreV1Api, str, str, str], Any] | None,
     api: kubernetes.client.ApiClient,
     namespace: str,
 ) -> Verdict:
-    """``bindings(changes)`` must give every recorded Pod's node, as the API server has it."""
-    if bindings is None:
-        return not_attempted("3", "set bindings to your function (changes) -> {pod: node}")
-    name = "ex3-bindings"
-    apps, core = kubernetes.client.AppsV1Api(api), kubernetes.client.CoreV1Api(api)
+    """``bind(core, namespace, pod, node)`` puts the Pod on the node, as the scheduler does."""
+    if bind is None:
+        return not_attempted("3", "set bind to your function (core, namespace, pod, node)")
+    namespace = namespaces.ensure_namespace(api, namespace)
+    core = kubernetes.client.CoreV1Api(api)
+    node = sorted(n.metadata.name for n in core.list_node().items)[-1]
+    name = "ex3-bind"
+    _delete_pod(core, namespace, name)
+    pod = {
+        "metadata": {"name": name},
+        "spec": {
+            "schedulerName": NOBODYS_SCHEDULER,  # the real scheduler leaves it alone
+            "containers": [{"name": "pause", "image": IMAGES[0]}],
+        },
+    }
+    uid = core.create_namespaced_pod(namespace, pod).metadata.uid
     try:
-        changes = _run_keeping(api, namespace, name)
-        pods = core.list_namespaced_pod(namespace, label_selector=f"app={name}").items
-        truth = {pod.metadata.name: pod.spec.node_name for pod in pods}
         try:
-            found = dict(bindings(changes))
+            bind(core, namespace, name, node)
+        except ApiException as err:
+            if err.status == 403:  # the account may not: the answer cannot be judged here
+                return CannotCheck(
+                    "3",
+                    f"this account may not do that here ({explain(err)}); a workshop attendee "
+                    "may not create Bindings: compare with notebooks/solutions/ch07.py",
+                )
+            return wrong("3", f"the API server refused it: {explain(err)}")
         except Exception as err:
-            return wrong("3", f"bindings raised {err!r} on the recorded changes")
+            return wrong("3", f"bind raised {type(err).__name__}: {err}")
+        try:
+            found = wait_for(
+                core.list_namespaced_pod,
+                lambda pods: (pods.get(name) or {}).get("status", {}).get("phase") == "Running",
+                what=f"Pod {name} to run",
+                timeout=TIMEOUT,
+                namespace=namespace,
+            )[name]
+        except TimeoutError:
+            return wrong("3", f"Pod {name} never ran: it has no node (spec.nodeName is empty)")
     finally:
-        _delete(apps, name, namespace)
-    if not found:
-        return wrong("3", "no bindings found: a binding is a change of the field 'spec.nodeName'")
-    if found != truth:
-        odd = sorted(set(found.items()) ^ set(truth.items()))[0]
-        return wrong("3", f"{odd} differs from the API server's {truth}: which value is the node?")
-    return correct("3", f"{len(found)} Pods bound, as the API server has them")
-
-
-def _run_keeping(api: kubernetes.client.ApiClient, namespace: str, name: str) -> list[Change]:
-    """Like ``_run``, but the Deployment stays (exercise 3 compares with its live Pods)."""
-    apps = kubernetes.client.AppsV1Api(api)
-    _delete(apps, name, namespace)
-    with ChainRecorder(api, namespace) as recorder:
-        apps.create_namespaced_deployment(namespace, _deployment(name, 3), field_manager=YOU)
-        changes = recorder.wait_for(
-            lambda c: _reports(name, availableReplicas=3)(_mine(c, name)),
-            what=f"the check's Deployment {name} to have 3 available Pods",
-            timeout=TIMEOUT,
+        _delete_pod(core, namespace, name)
+    if found["metadata"]["uid"] != uid:
+        return wrong(
+            "3", "that is another Pod of the same name: the scheduler binds the Pod it has"
         )
-    return _mine(changes, name)
+    if found["spec"].get("nodeName") != node:
+        return wrong("3", f"the Pod runs on {found['spec'].get('nodeName')}, not on {node}")
+    return correct("3", f"a Binding: the API server set spec.nodeName to {node}, and it runs")
+
+
+def _delete_pod(core: kubernetes.client.CoreV1Api, namespace: str, name: str) -> None:
+    try:
+        core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+    except ApiException as err:
+        if err.status != 404:
+            raise

@@ -1,10 +1,12 @@
-"""Faults on purpose: break a connection or the control plane, and watch what the code does.
+"""Faults on purpose: break a connection, the control plane or a cache, and see what code does.
 
 * :mod:`.tcp_proxy`: a loopback proxy in front of the API server that cuts,
-  resets, refuses or stalls connections on demand (a watch that dies
-  mid-stream, a peer that went to sleep).
+  resets, refuses, stalls or slows connections on demand (a watch that dies
+  mid-stream, a peer that went to sleep, a request that takes a minute).
 * :mod:`.control_plane`: stop and start the local control plane's API server
   (SIGKILL or SIGTERM), as a kubelet restarts a static Pod.
+* :mod:`.stale_cache`: hold an informer's cache behind the API server and move
+  an object on behind its back, so a write from the cache gets 409 every time.
 
 The course's own tests use them, and so can a learner's tests of their own
 controller (chapter 09).

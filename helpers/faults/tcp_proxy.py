@@ -1,4 +1,4 @@
-"""A loopback TCP proxy that can cut, reset, refuse or stall connections on demand.
+"""A loopback TCP proxy that can cut, reset, refuse, stall or slow connections on demand.
 
 To test what a watch does when its connection dies mid-stream, the client
 talks to the API server through this proxy; :meth:`TcpProxy.cut` then
@@ -7,8 +7,10 @@ restart would (the client reads an unexpected end of stream); :meth:`TcpProxy.re
 makes it read a connection reset instead. :meth:`TcpProxy.stall` is the quieter
 failure: the connections stay open but nothing crosses them any more (a peer
 that went to sleep, a NAT entry that expired), which only a client-side read
-timeout notices. TLS passes through untouched (the API server's certificate is
-valid for 127.0.0.1, which the proxy also is).
+timeout notices. :meth:`TcpProxy.slow` is a slow link: every chunk, on every
+connection old or new, waits before it is passed on (a request that takes a
+minute, for as long as a test wants one). TLS passes through untouched (the
+API server's certificate is valid for 127.0.0.1, which the proxy also is).
 
 An upstream that refuses a connection costs only that client (closed, and
 counted in ``refused``); the proxy carries on accepting.
@@ -20,7 +22,9 @@ import contextlib
 import selectors
 import socket
 import struct
+import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,7 +32,7 @@ import kubernetes
 import yaml
 
 from helpers import kube
-from helpers.cluster.paths import write_private
+from helpers.private_files import write_private
 
 Pair = tuple[socket.socket, socket.socket]
 
@@ -48,6 +52,8 @@ class TcpProxy:
         self._threads: list[threading.Thread] = []
         self.accepted = 0
         self.refused = 0
+        self._delay = 0.0  # seconds each chunk waits before it is passed on (slow())
+        self._delay_changed = threading.Condition()
         self._acceptor = threading.Thread(target=self._accept, name="tcp-proxy-accept")
 
     def __enter__(self) -> TcpProxy:
@@ -56,6 +62,8 @@ class TcpProxy:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+        with self._delay_changed:  # chunks held back by slow() go (nowhere) now
+            self._delay_changed.notify_all()
         self._acceptor.join()
         self.cut()
         for thread in self._threads:
@@ -93,6 +101,26 @@ class TcpProxy:
         for flowing in flows:
             flowing.clear()
         return len(flows)
+
+    def slow(self, seconds: float) -> None:
+        """Hold every chunk ``seconds`` before passing it on, on every connection (0: at once).
+
+        Unlike :meth:`stall`, new connections are slow too, so a client cannot
+        escape to a fresh one. Lowering the delay lets chunks that wait go as
+        soon as their new time has come (at once, for 0).
+        """
+        with self._delay_changed:
+            self._delay = max(0.0, seconds)
+            self._delay_changed.notify_all()
+
+    def _hold_back(self, received: float) -> None:
+        """Wait until a chunk received at ``received`` may go, as slow() says now."""
+        with self._delay_changed:
+            while not self._stop.is_set():
+                left = received + self._delay - time.monotonic()
+                if left <= 0:
+                    return
+                self._delay_changed.wait(left)
 
     def cut(self) -> int:
         """Shut down every open connection, both directions; return how many."""
@@ -162,9 +190,13 @@ class TcpProxy:
                         self._stop.wait(0.5)
                         continue
                     for key, _ in selector.select(timeout=0.5):
+                        if not flowing.is_set():  # stalled while we waited: leave it unread
+                            break
                         data = key.fileobj.recv(65536)
                         if not data:
                             return
+                        if self._delay:
+                            self._hold_back(time.monotonic())
                         peer[key.fileobj].sendall(data)
             except OSError:
                 return
@@ -185,13 +217,20 @@ def kubeconfig_through(proxy: TcpProxy, source: Path, destination: Path) -> Path
 
 
 @contextlib.contextmanager
-def proxied_client(directory: Path) -> Iterator[tuple[TcpProxy, kubernetes.client.ApiClient]]:
+def proxied_client(
+    directory: Path | None = None,
+) -> Iterator[tuple[TcpProxy, kubernetes.client.ApiClient]]:
     """A TcpProxy to the course's API server, and an ApiClient whose connections go through it.
 
     The client is made as the ``api`` fixture makes it, from a copy of the
-    default kubeconfig (written into ``directory``) that points at the proxy.
+    default kubeconfig (written into ``directory``, or into a temporary folder
+    deleted on the way out: the copy holds the cluster's credentials) that
+    points at the proxy.
     """
-    kubeconfig = kube.default_kubeconfig()
-    _, server = kube.describe_context(kubeconfig, None)
-    with TcpProxy(("127.0.0.1", int(server.rsplit(":", 1)[1]))) as proxy:
+    with contextlib.ExitStack() as stack:
+        if directory is None:
+            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="proxied-")))
+        kubeconfig = kube.default_kubeconfig()
+        _, server = kube.describe_context(kubeconfig, None)
+        proxy = stack.enter_context(TcpProxy(("127.0.0.1", int(server.rsplit(":", 1)[1]))))
         yield proxy, kube.connect(kubeconfig_through(proxy, kubeconfig, directory / "proxied"))

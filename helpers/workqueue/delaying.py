@@ -71,11 +71,7 @@ class DelayingQueue(Queue[T]):
         self._loop_thread.start()
 
     def add_after(self, item: T, delay: float) -> None:
-        """Add ``item`` once ``delay`` seconds have passed.
-
-        If ``item`` is already waiting, it keeps the earlier of the two times:
-        a retry can be brought forward, never pushed back.
-        """
+        """Add ``item`` after ``delay`` seconds; an item already waiting keeps the earlier time."""
         if self.shutting_down():
             return
         self.metrics.retry()

@@ -35,8 +35,7 @@ T = TypeVar("T", bound=Hashable)
 class Queue(Generic[T]):
     """A work queue of hashable items (client-go: ``workqueue.New`` / ``NewNamed``).
 
-    ``name`` turns metrics on (``self.metrics``); an unnamed queue records none.
-    ``clock`` is only used to time those metrics.
+    A ``name`` turns metrics on (``self.metrics``); the ``clock`` times them.
     """
 
     def __init__(
@@ -73,12 +72,7 @@ class Queue(Generic[T]):
             self._has_items.notify()
 
     def get(self) -> tuple[T | None, bool]:
-        """Block until an item is available; return ``(item, shutdown)``.
-
-        ``shutdown`` is True only once the queue is shutting down *and* empty:
-        items queued before the shutdown are still handed out. The caller must
-        call ``done(item)`` when it has finished.
-        """
+        """Block until an item is available: ``(item, shutdown)``; then ``done(item)`` is owed."""
         with self._lock:
             while not self._queue and not self._shutting_down:
                 self._has_items.wait()
@@ -124,22 +118,15 @@ class Queue(Generic[T]):
             return self._shutting_down
 
     def shut_down(self) -> None:
-        """Stop accepting items and wake every worker; does not wait for them.
-
-        Also releases a ``shut_down_with_drain()`` that is still waiting (a
-        second Ctrl-C forces the exit).
-        """
+        """Stop accepting items and wake every worker; does not wait for them (and ends the wait
+        of a ``shut_down_with_drain()``: a second Ctrl-C)."""
         with self._lock:
             self._drain = False
             self._begin_shutdown()
         self._stop_background()
 
     def shut_down_with_drain(self) -> None:
-        """Like ``shut_down()``, then wait until every item in processing is done.
-
-        Workers must keep calling ``done()``, or this waits forever; a later
-        ``shut_down()`` cuts the wait short.
-        """
+        """Like ``shut_down()``, then wait until every item in processing is ``done()``."""
         with self._lock:
             self._drain = True
             self._begin_shutdown()

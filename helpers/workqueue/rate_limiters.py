@@ -45,8 +45,7 @@ class RateLimiter(Protocol):
 class ItemExponentialFailureRateLimiter:
     """``base * 2**failures``, capped at ``max_delay`` (client-go: same name).
 
-    The cap also catches the arithmetic overflowing: after ~1000 failures
-    ``2.0**n`` no longer fits in a float, and the answer is simply the cap.
+    The cap also catches ``2.0**n`` overflowing a float, after ~1000 failures.
     """
 
     def __init__(self, base_delay: float, max_delay: float) -> None:
@@ -77,9 +76,8 @@ class ItemExponentialFailureRateLimiter:
 class BucketRateLimiter:
     """One token bucket shared by all items (client-go: ``BucketRateLimiter``).
 
-    The bucket holds up to ``burst`` tokens and refills at ``qps`` per second of
-    clock time. Each ``when`` takes a token, even one not there yet: the delay is
-    how long until it will be. Items are not tracked, so ``num_requeues`` is 0.
+    Each ``when`` takes a token, even one not there yet: the delay is how long
+    until it will be. Items are not tracked, so ``num_requeues`` is 0.
     """
 
     def __init__(self, qps: float, burst: int, *, clock: Clock | None = None) -> None:
@@ -105,6 +103,26 @@ class BucketRateLimiter:
 
     def num_requeues(self, item: Hashable) -> int:
         return 0
+
+
+class MaxOfRateLimiter:
+    """The longest delay any of ``limiters`` asks for (client-go: same name).
+
+    Every limiter is asked on every failure, so all of them keep counting.
+    """
+
+    def __init__(self, *limiters: RateLimiter) -> None:
+        self._limiters = limiters
+
+    def when(self, item: Hashable) -> float:
+        return max(limiter.when(item) for limiter in self._limiters)
+
+    def forget(self, item: Hashable) -> None:
+        for limiter in self._limiters:
+            limiter.forget(item)
+
+    def num_requeues(self, item: Hashable) -> int:
+        return max(limiter.num_requeues(item) for limiter in self._limiters)
 
 
 class ItemFastSlowRateLimiter:
@@ -133,26 +151,6 @@ class ItemFastSlowRateLimiter:
     def num_requeues(self, item: Hashable) -> int:
         with self._lock:
             return self._failures.get(item, 0)
-
-
-class MaxOfRateLimiter:
-    """The longest delay any of ``limiters`` asks for (client-go: same name).
-
-    Every limiter is asked on every failure, so all of them keep counting.
-    """
-
-    def __init__(self, *limiters: RateLimiter) -> None:
-        self._limiters = limiters
-
-    def when(self, item: Hashable) -> float:
-        return max(limiter.when(item) for limiter in self._limiters)
-
-    def forget(self, item: Hashable) -> None:
-        for limiter in self._limiters:
-            limiter.forget(item)
-
-    def num_requeues(self, item: Hashable) -> int:
-        return max(limiter.num_requeues(item) for limiter in self._limiters)
 
 
 class WithMaxWaitRateLimiter:

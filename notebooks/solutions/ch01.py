@@ -32,8 +32,13 @@ def watch_from(
         response.release_conn()
 
 
-# The HTTP status line says "410 Gone"; the Status object's reason is "Expired".
-answer_2 = (410, "Expired")
+# (a) Without resourceVersionMatch, a LIST's resourceVersion is a lower bound ("not older
+# than"): the server may answer with any newer state, so it answers 200 with its newest one.
+# (b) With a limit, a legacy rule makes the version exact, because every page must show the
+# same moment: that moment is compacted away, so 410. client-go's reflector, when it re-lists
+# at its last version, asks without a limit (chapter 02b): the watch cache can answer such a
+# LIST, and it cannot be a 410.
+answer_2 = (200, 410)
 
 # One list, then a watch every 2 s: at 0, 2 and 4 s.
 answer_3 = 4

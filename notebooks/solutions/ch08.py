@@ -1,33 +1,38 @@
-"""Solutions to chapter 08's exercises. Try them yourself first!"""
+"""Solutions to chapter 08's exercises (08a: 1 and 2; 08b: 3 and 4). Try them yourself first!"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import Any
 
-# After a crash nothing tells the standby; it takes over once the record has not changed for
-# LeaseDuration (15 s) by its own clock, at its next jittered try: about 15 to 20 s. A clean
-# stop releases the Lease (empty holder), which the standby takes at its next try: 2 to 4.4 s.
+# 08a, exercise 1. Every sync writes its Foo's status, and those writes take tokens from one
+# bucket (the samplecontroller.k8s.io group's: 5 a second, burst 10). Eight workers wait for
+# the same tokens as two did: the plateau stays at about 5 syncs a second; the extra workers
+# only hold keys while they wait.
 answer_1 = "b"
 
-VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+# 08a, exercise 2. Ready while leading, or when there is no election at all; else say who leads.
+def leading(process: Any) -> str | None:
+    elector = process.elector
+    if elector is None or elector.is_leader():
+        return None
+    holder = elector.get_leader() or "nobody yet"
+    return f"this copy is a standby: {holder} leads"
 
 
-def rbac_verb(method: str, path: str, query: Mapping[str, str]) -> tuple[str, str]:
-    parts = path.strip("/").split("/")
-    # /api/v1/... is the core group (no suffix); /apis/GROUP/VERSION/... the others.
-    group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])
-    if rest[0] == "namespaces" and len(rest) > 2:
-        rest = rest[2:]
-    resource, name, subresource = [*rest, "", ""][:3]
-    verb = VERBS.get(method)
-    if verb is None:  # GET: one object, or a collection (listed or watched)
-        watching = query.get("watch") in ("true", "1")
-        verb = "get" if name else ("watch" if watching else "list")
-    if subresource:
-        resource = f"{resource}/{subresource}"
-    return verb, f"{resource}.{group}" if group else resource
+# 08b, exercise 1. The controller's own permissions (manifests/rbac.yaml's ClusterRole), plus
+# patch on foos: the finalizer is added and removed with a merge patch of the Foo itself. No
+# get (syncs read the cache), no update on foos, no delete anywhere.
+finalizing_rules = [
+    {"apiGroups": ["samplecontroller.k8s.io"], "resources": ["foos"],
+     "verbs": ["list", "watch", "patch"]},
+    {"apiGroups": ["samplecontroller.k8s.io"], "resources": ["foos/status"], "verbs": ["update"]},
+    {"apiGroups": ["apps"], "resources": ["deployments"],
+     "verbs": ["list", "watch", "create", "update"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+]  # fmt: skip
 
-
-# A finalizer turns DELETE into "mark for deletion": deletionTimestamp is set, the Foo stays
-# (kubectl shows it Terminating) until every finalizer is removed, then it is deleted.
-answer_3 = "c"
+# 08b, exercise 2. Foreground: the API server adds the finalizer foregroundDeletion beside ours;
+# the garbage collector deletes the Deployment (it blocks its owner's deletion), then removes
+# foregroundDeletion. Our finalizer still holds the Foo until it is removed too.
+answer_4 = "b"

@@ -1,0 +1,190 @@
+"""Nothing the course did not make is touched: folders, kind clusters, files (issue 19).
+
+A cluster's or an attendee's name becomes part of a path or a label selector,
+so only a DNS label is accepted, before anything touches the disk or the
+cluster: ``down --name /home/me/work`` once deleted that folder. ``down``
+deletes only a folder holding the course's own state file, and never a kind
+cluster the course has no record of. Credentials are private from their first
+byte; the machine-wide lock is not world-writable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import kubernetes
+import pytest
+
+from helpers import rbac
+from helpers.cluster import workshop
+from helpers.cluster.__main__ import main as cluster_main
+from helpers.cluster.local import port_picking_lock
+from helpers.errors import CourseError
+from helpers.private_files import write_private
+from tests.test_course_cluster_only import Decoy, write_decoy_kubeconfig
+
+ROOT = Path(__file__).resolve().parents[1]
+BAD_NAMES = ("..", "../x", "a/b", "Upper", "-dash", "x" * 64)
+
+
+def cli(module: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+
+
+def assert_one_sentence(result: subprocess.CompletedProcess[str], starts: str) -> None:
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert len(lines) == 2 and lines[0].startswith(starts), result.stderr
+    assert lines[1].startswith("next step: "), result.stderr
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    """A learner's folder with a file in it, next to the course's home."""
+    folder = tmp_path / "my-work"
+    folder.mkdir()
+    (folder / "thesis.tex").write_text("three years of work\n")
+    return folder
+
+
+@pytest.mark.parametrize("command", ["up", "down", "status", "logs", "kubeconfig"])
+def test_a_path_as_a_cluster_name_is_refused_before_the_disk(
+    command: str, victim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    home = tmp_path / "course-home"
+    monkeypatch.setenv("CFS_HOME", str(home))
+    for name in (str(victim), *BAD_NAMES):
+        assert cluster_main([command, f"--name={name}"]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert lines[0].startswith(f"error: '{name}' cannot be a cluster's name"), lines
+        assert lines[1].startswith("next step: ") and len(lines) == 2, lines
+    assert (victim / "thesis.tex").read_text() == "three years of work\n"
+    assert not home.exists(), "nothing may be written before the name is checked"
+
+
+def test_dot_dot_cannot_reach_the_course_home(tmp_path: Path) -> None:
+    """`down --name ..` used to resolve to the home itself: the build cache and every cluster."""
+    home = tmp_path / "course-home"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "kube-apiserver").write_text("12 minutes of building")
+    result = cli(
+        "helpers.cluster", "down", "--name", "..", env={**os.environ, "CFS_HOME": str(home)}
+    )
+    assert_one_sentence(result, "error: '..' cannot be a cluster's name")
+    assert (home / "bin" / "kube-apiserver").exists()
+
+
+def test_down_leaves_a_folder_without_the_courses_state_file(tmp_path: Path) -> None:
+    home = tmp_path / "course-home"
+    folder = home / "clusters" / "mine"
+    folder.mkdir(parents=True)
+    (folder / "notes.txt").write_text("not the course's\n")
+    result = cli(
+        "helpers.cluster", "down", "--name", "mine", env={**os.environ, "CFS_HOME": str(home)}
+    )
+    assert_one_sentence(result, f"error: {folder} holds no state.json of the course's")
+    assert (folder / "notes.txt").exists()
+
+
+def test_a_kind_cluster_the_course_did_not_create_is_never_deleted(tmp_path: Path) -> None:
+    """kind is not installed here: a stand-in lists one cluster, 'theirs', and records calls."""
+    calls = tmp_path / "kind-calls"
+    path = tmp_path / "path"
+    path.mkdir()
+    (path / "kind").write_text(
+        f'#!/bin/sh\necho "$@" >> {calls}\n[ "$1 $2" = "get clusters" ] && echo theirs\nexit 0\n'
+    )
+    (path / "kind").chmod(0o755)
+    env = {**os.environ, "CFS_HOME": str(tmp_path / "home"),
+           "PATH": f"{path}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+    result = cli("helpers.cluster", "down", "--name", "theirs", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "no cluster named 'theirs'; nothing to stop" in result.stdout
+    called = calls.read_text() if calls.exists() else ""
+    assert "delete" not in called, called
+
+
+def test_attendee_names_are_checked_before_any_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A name goes into namespaces, file names and a label selector (`name in (...)`)."""
+    with Decoy() as decoy:
+        kubeconfig = write_decoy_kubeconfig(tmp_path / "facilitator", decoy.port)
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+        monkeypatch.setenv("CFS_HOME", str(tmp_path / "home"))
+        for command in ("up", "down"):
+            for names in ("../evil", "alice,bob) ,x in (carol", "Alice"):
+                assert workshop.main([command, "--attendees", names]) == 2
+                lines = capsys.readouterr().err.strip().splitlines()
+                assert "cannot be an attendee's name" in lines[0] and len(lines) == 2, lines
+                assert lines[1].startswith("next step: "), lines
+        assert decoy.connections == 0
+    assert not (tmp_path / "home").exists()
+
+
+def test_attendee_kubeconfigs_go_only_into_a_folder_the_course_made(victim: Path) -> None:
+    with pytest.raises(CourseError, match="the course did not make it"):
+        workshop.prepare_out_folder(victim)
+    fresh = victim.parent / "handouts"
+    assert workshop.prepare_out_folder(fresh) == fresh
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o700
+    assert workshop.prepare_out_folder(fresh) == fresh  # made by the course: used again
+
+
+def test_credentials_are_private_without_a_chmod_afterwards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With chmod doing nothing, a file written first and chmod-ed after stays readable by all."""
+    monkeypatch.setattr(Path, "chmod", lambda self, mode: None)
+    previous = os.umask(0o022)
+    try:
+        write_private(tmp_path / "secret", "token")
+        api = kubernetes.client.ApiClient(kubernetes.client.Configuration(host="https://h:6443"))
+        token_file = rbac.token_kubeconfig(api, "a-token", tmp_path / "token.kubeconfig")
+    finally:
+        os.umask(previous)
+    for path in (tmp_path / "secret", token_file):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+def test_one_helper_writes_every_credential() -> None:
+    """No module writes a file and chmods it to 0600 afterwards: write_private does it."""
+    pattern = re.compile(r"\.write_text\([^\n]*\)\n[^\n]*\.chmod\(0o600\)")
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "helpers").rglob("*.py"))
+        if pattern.search(path.read_text())
+    ]
+    assert offenders == []
+
+
+def test_the_create_lock_is_not_world_writable(tmp_path: Path) -> None:
+    lock = tmp_path / "create.lock"
+    lock.touch()
+    lock.chmod(0o666)  # as an older version left it
+    with port_picking_lock(lock):
+        pass
+    assert stat.S_IMODE(lock.stat().st_mode) & 0o002 == 0
+    fresh = tmp_path / "fresh.lock"
+    with port_picking_lock(fresh):
+        pass
+    assert stat.S_IMODE(fresh.stat().st_mode) & 0o022 == 0
+
+
+def test_a_link_in_the_locks_place_is_not_followed(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("someone's file\n")
+    link = tmp_path / "create.lock"
+    link.symlink_to(target)
+    with pytest.raises(CourseError, match="is a symbolic link"), port_picking_lock(link):
+        pass
+    assert target.read_text() == "someone's file\n"

@@ -1,0 +1,110 @@
+"""Chapter 06's bench (helpers/reconcile.py) and playground: the faults are the ones they say,
+the slow watch holds the cache, and the playground comes back after Run All."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import kubernetes
+import pytest
+
+from helpers import namespaces
+from helpers.reconcile import (
+    Bench,
+    FlakyClients,
+    InjectedFailure,
+    SlowWatch,
+    compare_resource_versions,
+)
+from tests.test_controller import GUARD, RecordingClients, new_foo
+
+
+def test_flaky_clients_never_fail_an_event() -> None:
+    """client-go's Event recorder drops a failed Event; it never fails a sync (issue 20, 6)."""
+    inner = RecordingClients()
+    flaky = FlakyClients(inner, fail_keys={"default/test"})
+    foo = new_foo("test", 1)
+    flaky.record_event(foo, "Normal", "Synced", "Foo synced successfully")
+    assert inner.events == [("test", "Normal", "Synced", "Foo synced successfully")]
+    with pytest.raises(InjectedFailure):
+        flaky.update_foo_status("default", foo)
+    assert flaky.failed == 1
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [("9", "10", -1), ("10", "9", 1), ("123", "123", 0), ("124", "123", 1), ("99", "100", -1)],
+)
+def test_resource_versions_compare_by_length_then_digits(a: str, b: str, expected: int) -> None:
+    assert compare_resource_versions(a, b) == expected
+
+
+@pytest.mark.parametrize("bad", ["", "0", "012", "12a"])
+def test_a_resource_version_that_is_not_well_formed_is_refused(bad: str) -> None:
+    with pytest.raises(ValueError, match="not well formed"):
+        compare_resource_versions(bad, "1")
+
+
+class Cache:
+    """Just enough of an informer for the slow watch: an indexer that gets objects by key."""
+
+    def __init__(self, *objects: dict[str, Any]) -> None:
+        self.indexer = self
+        self._objects = {
+            f"{o['metadata']['namespace']}/{o['metadata']['name']}": o for o in objects
+        }
+
+    def get_by_key(self, key: str) -> dict[str, Any] | None:
+        return self._objects.get(key)
+
+
+def test_the_slow_watch_holds_the_next_status_change_until_released() -> None:
+    cached = new_foo("test", 1) | {"status": {"availableReplicas": 1}}
+    watch = SlowWatch()
+    watch.informer = Cache(cached)  # type: ignore[assignment]
+    spec_change = new_foo("test", 2) | {"status": {"availableReplicas": 1}}
+    assert watch(spec_change) is spec_change, "unarmed: everything passes"
+    watch.hold("test")
+    assert watch(spec_change) is spec_change, "a change that is not the status passes"
+    status_change = new_foo("test", 1) | {"status": {"availableReplicas": 2}}
+    passed = threading.Event()
+    reader = threading.Thread(target=lambda: (watch(status_change), passed.set()))
+    reader.start()
+    assert watch.wait_reached(GUARD) is status_change
+    assert not passed.wait(0.1), "held in the reflector's thread"
+    watch.release()
+    assert passed.wait(GUARD)
+    reader.join(GUARD)
+
+
+@pytest.fixture
+def chapter_namespace(api: kubernetes.client.ApiClient) -> Iterator[str]:
+    name = namespaces.fresh_namespace(api, f"t-bench-{uuid.uuid4().hex[:6]}")
+    yield name
+    namespaces.delete_namespace(api, name)
+
+
+@pytest.mark.cluster
+def test_the_playground_comes_back_after_run_all(
+    api: kubernetes.client.ApiClient, chapter_namespace: str
+) -> None:
+    """Run All stops the playground and deletes the namespace; making it again works."""
+    from helpers.playground import NAMES, Playground
+
+    bench = Bench(api, chapter_namespace)
+    first = Playground(bench, show=False)
+    first.stop()
+    assert first.button.disabled
+    bench.recorder.detach()
+    namespaces.delete_namespace(api, chapter_namespace)
+    again = Playground(bench, show=False)
+    try:
+        assert not again.button.disabled
+        written = again.burst()
+        for name in NAMES:
+            bench.recorder.wait_saw("Foo", name, written[name], timeout=60)
+    finally:
+        again.stop()
