@@ -115,8 +115,9 @@ def emit(row: dict[str, Any]) -> None:
     print(json.dumps(row), flush=True)
 
 
-def free_memory() -> None:
-    """Collect garbage and hand free heap pages back to the system, as the Go side does.
+def free_memory() -> bool:
+    """Collect garbage and hand free heap pages back to the system, as the Go side does;
+    whether they could be handed back (the row records it, and the report says so).
 
     The Go program measures after ``runtime.GC()`` and ``debug.FreeOSMemory()``,
     which returns the pages its collector freed. CPython's counterpart of the
@@ -129,8 +130,9 @@ def free_memory() -> None:
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
-        return
+        return False
     libc.malloc_trim(0)
+    return True
 
 
 def rss_bytes() -> int:
@@ -233,11 +235,11 @@ def measure_sync(impl: str, namespace: str, objects: int, then_updates: bool) ->
             return None if found is None else found.data
 
     connection = recorder.fields()
-    free_memory()
+    trimmed = free_memory()
     after = rss_bytes()
     emit({"impl": impl, "objects": size, "sync_seconds": round(synced - started, 3),
           "peak_rss_mib": peak_rss_mib(), "bytes_per_object": round((after - before) / size),
-          **connection})  # fmt: skip
+          "malloc_trim": trimmed, **connection})  # fmt: skip
     if then_updates:
         key, value = sys.stdin.readline().split()
         wait_for_value(data_of, key, value)

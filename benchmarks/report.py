@@ -314,10 +314,15 @@ def render_sync(results: dict[str, Any], count: int) -> list[str]:
         f"## Initial sync of {rows[0]['objects']:,} ConfigMaps", "",
         f"Time from start until HasSynced (client-go's polled every millisecond); {runs} runs "
         "of each, each a fresh process, in rotated order. Memory per object: (resident memory "
-        "after - before the informer started) / objects, after a garbage collection that "
-        "hands free pages back to the system (Go: `runtime.GC` and `debug.FreeOSMemory`; "
-        "Python: `gc.collect()` and glibc's `malloc_trim(0)`), right after the sync and again "
-        "after "
+        "after - before the informer started) / objects, after a garbage collection "
+        + (
+            "that hands free pages back to the system (Go: `runtime.GC` and "
+            "`debug.FreeOSMemory`; Python: `gc.collect()` and glibc's `malloc_trim(0)`)"
+            if any(row.get("malloc_trim") for row in rows)
+            else "(Go: `runtime.GC` and `debug.FreeOSMemory`; Python: `gc.collect()` only, "
+            "without glibc's `malloc_trim(0)`)"
+        )
+        + ", right after the sync and again after "
         + (f"{share:,} of the objects were updated once each through the watch. " if share
            else "updates (none were made in this run). ")
         + "Every client-go row strips managedFields as ours does. *stream* fills the cache with "

@@ -121,20 +121,21 @@ def test_the_benchmarks_namespaces_are_the_courses_and_only_those_are_touched(
     api: kubernetes.client.ApiClient, namespace: str
 ) -> None:
     core = kubernetes.client.CoreV1Api(api)
-    name = f"bench-test-{namespace[-6:]}"
+    name, theirs = f"bench-test-{namespace[-6:]}", f"theirs-{namespace[-6:]}"
+    core.create_namespace({"metadata": {"name": theirs}})  # no course labels: somebody else's
     try:
         assert cluster.create_namespace(api, name) == name
         found = core.read_namespace(name)
         assert namespaces.is_the_courses(found), found.metadata.labels
         assert cluster.create_namespace(api, name) == name  # kept as it is (--keep-objects)
         assert core.read_namespace(name).metadata.uid == found.metadata.uid
-        # The test's namespace lacks the course's labels: someone else's, refused and kept.
         with pytest.raises(CourseError, match="the course did not make it"):
-            cluster.create_namespace(api, namespace)
-        cluster.remove_namespaces(api, [name, namespace], timeout=120)
-        assert core.read_namespace(namespace).metadata.deletion_timestamp is None
+            cluster.create_namespace(api, theirs)
+        cluster.remove_namespaces(api, [name, theirs], timeout=120)
+        assert core.read_namespace(theirs).metadata.deletion_timestamp is None
         with pytest.raises(ApiException) as gone:
             core.read_namespace(name)
         assert gone.value.status == 404
     finally:
         namespaces.delete_namespace(api, name)
+        core.delete_namespace(theirs)  # the test made it, so the test removes it
