@@ -20,7 +20,7 @@ Needs the local control plane (``make up``; KUBECONFIG as
 Our program paces its client as client-go does by default (``--kube-api-qps 5
 --kube-api-burst 10``, Retry-After obeyed), so both run with the same pacing.
 
-Run: PYTHONPATH=. .venv/bin/python benchmarks/conflict_drill.py [--foos 20] [--restarts 3]
+Run: .venv/bin/python -m benchmarks.conflict_drill [--foos 20] [--restarts 3]
          [--sample-controller PATH] [--repeat 3]
 """
 
@@ -36,9 +36,11 @@ import uuid
 from pathlib import Path
 
 import kubernetes
-from controller_bench import stop_process, wait_for_line  # (benchmarks/ is on the path)
 
-from helpers import kube
+from benchmarks.cluster import create_namespace
+from benchmarks.controller_bench import STARTED, stop_process, wait_for_line
+from benchmarks.guard import refuse_clusters_not_the_courses
+from helpers import kube, namespaces
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
 from helpers.faults.control_plane import local_cluster, restart_api_server
 from helpers.waiting import wait_for
@@ -48,10 +50,6 @@ CONFLICT = "the object has been modified"
 CONVERGE_SECONDS = 300.0
 
 
-STARTED = "Started workers"
-"""What both controllers log once their caches have synced and the workers run."""
-
-
 def replicas_after(round_: int, before: int) -> int:
     return 1 + (before + round_) % 3
 
@@ -59,11 +57,9 @@ def replicas_after(round_: int, before: int) -> int:
 def drill(command: list[str], name: str, foos: int, restarts: int) -> dict[str, object]:
     """Run one controller through the drill; its conflicts, syncs failed and wall time."""
     api = kube.connect()
-    core = kubernetes.client.CoreV1Api(api)
     custom = kubernetes.client.CustomObjectsApi(api)
     cluster = local_cluster()
-    namespace = f"drill-{name}-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": namespace}})
+    namespace = create_namespace(api, f"drill-{name}-{uuid.uuid4().hex[:6]}")
     log_file = Path(tempfile.mkstemp(prefix=f"drill-{name}-", suffix=".log")[1])
     started = time.monotonic()
     with log_file.open("w") as log:
@@ -106,7 +102,7 @@ def drill(command: list[str], name: str, foos: int, restarts: int) -> dict[str, 
     finally:
         stop_process(process)
         cluster.revive()
-        kubernetes.client.CoreV1Api(kube.connect()).delete_namespace(namespace)
+        namespaces.delete_namespace(kube.connect(), namespace)
     lines = log_file.read_text(errors="replace").splitlines()
     mine = [line for line in lines if namespace in line or name == "ours"]
     return {
@@ -127,6 +123,7 @@ def main() -> int:
     parser.add_argument("--sample-controller", type=Path, help="the built Go binary")
     parser.add_argument("--only-sample-controller", action="store_true")
     args = parser.parse_args()
+    refuse_clusters_not_the_courses()  # before the first request
     controllers = {}
     if not args.only_sample_controller:
         controllers["ours"] = [sys.executable, "-m", "helpers.program", "--workers", "2"]

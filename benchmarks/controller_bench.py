@@ -1,6 +1,6 @@
 """N Foos to N available Deployments: our FooController beside sample-controller.
 
-Not a timed test: the numbers go to benchmarks/RESULTS.md (``benchmarks/run_all``).
+Not a timed test: ``benchmarks/run_all`` records the rows in benchmarks/results.json.
 For each controller, run as a process: start it, wait until it logs that its
 workers run (its caches have synced), create N Foos at once in a fresh
 namespace (each asking for R replicas), and time until every Foo's
@@ -10,23 +10,31 @@ ReplicaSet and Pods, the scheduler places them on the kwok nodes, kwok marks
 them Ready, the Deployment reports them available, and the controller copies
 that into the Foo's status. Only the controller differs.
 
-Equal terms, stated in RESULTS.md: both run 2 workers (sample-controller's
-``controller.Run(ctx, 2)``) and the same workqueue rate limiter (per item 5 ms
-doubling to 1000 s, overall 50/s with burst 300: sample-controller's, which
-``helpers.controller.foo_rate_limiter`` copies). Client pacing: client-go's
-defaults, which sample-controller does not change: its rest.Config leaves QPS at
-zero, so each API group's REST client gets its own 5/10 bucket (core/v1 for
-Events, apps/v1 for Deployments, samplecontroller.k8s.io for Foos); our
-program paces per API group the same way (``--kube-api-qps`` and
-``--kube-api-burst`` are per API group). Both record Events from a thread of
-their own. ``--ours-pacing`` runs ours at other paces too (default: 5/10 only).
+Both run 2 workers and sample-controller's workqueue rate limiter
+(``helpers.controller.foo_rate_limiter`` copies it), at one client pacing for
+both per run:
+
+``default``
+    Neither sets its pacing. client-go gives each REST client a token bucket
+    of its own (``rest.DefaultQPS``, ``rest.DefaultBurst``), one per API group
+    for sample-controller (core/v1 for Events, apps/v1 for Deployments,
+    samplecontroller.k8s.io for Foos); our program paces per API group the
+    same way, at helpers.throttle's defaults.
+``50`` (any number)
+    ``--kube-api-qps 50`` for ours, and the same QPS for sample-controller's
+    clients; the burst stays at each one's default.
+
+sample-controller runs as ``sample-controller-paced`` (helpers.cluster.gobuild):
+its own controller.go with a main.go that takes the two pacing flags. Each row
+records what ran: the workers and the QPS and burst, from the controllers' own
+log lines where they print them ("Starting workers", sample-controller's
+"Client pacing"), else from the command line.
 
 The cluster's two kwok workers hold 110 Pods each, so N x R stays under 220.
 Needs the local control plane (``make up``; KUBECONFIG as
 ``python -m helpers.cluster kubeconfig`` prints).
 
-Run: PYTHONPATH=. .venv/bin/python benchmarks/controller_bench.py --foos 200 --replicas 1
-         [--sample-controller PATH] [--repeat 1]
+Run: .venv/bin/python -m benchmarks.controller_bench --foos 200 [--pacing default,50] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -34,19 +42,24 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import kubernetes
 
-from helpers import kube
+from benchmarks.cluster import create_namespace
+from benchmarks.guard import refuse_clusters_not_the_courses
+from helpers import kube, namespaces
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
+from helpers.throttle import DEFAULT_BURST, DEFAULT_QPS
 from helpers.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +67,15 @@ POD_CAPACITY = 220
 """Pods the two kwok workers hold (110 each)."""
 STARTED = "Started workers"
 """What both controllers log once their caches have synced and their workers run."""
+WORKERS = re.compile(r'Starting workers"? count=(\d+)')
+"""Both log the number of workers as they start them (ours: ``count=2``; klog: ``count=2``)."""
+CLIENT_PACING = re.compile(r'"Client pacing" qps=([\d.]+) burst=(\d+) perAPIGroup=(\d+)')
+"""sample-controller-paced's report of its REST clients' rate limiter."""
+SYNCED = "Successfully synced"
+"""What both controllers log after each sync that succeeded."""
 CONVERGE_SECONDS = 900.0
+WORKER_COUNT = 2
+"""sample-controller's ``controller.Run(ctx, 2)``; ours is given the same."""
 
 
 def wait_for_line(path: Path, text: str, process: subprocess.Popen[bytes], timeout: float) -> None:
@@ -78,34 +99,122 @@ def stop_process(process: subprocess.Popen[bytes], grace: float = 30) -> None:
         process.wait()
 
 
-def wait_until_gone(core: kubernetes.client.CoreV1Api, namespace: str) -> None:
-    """Until the namespace and its Pods are gone, so the next run finds the nodes empty."""
+@dataclass(frozen=True)
+class Pacing:
+    """A client pacing both controllers run at: client-go's default, or a QPS of one's choice."""
 
-    def absent(namespaces: dict[str, Any]) -> bool:
-        return namespace not in namespaces
+    qps: float | None = None
 
-    wait_for(core.list_namespace, absent, what=f"namespace {namespace} deleted", timeout=300)
+    @classmethod
+    def parse(cls, text: str) -> Pacing:
+        if text == "default":
+            return cls()
+        try:
+            qps = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"a pacing is 'default' or a QPS such as 50, not {text!r}"
+            ) from None
+        if qps <= 0:
+            raise argparse.ArgumentTypeError(f"a QPS must be above 0, not {text!r}")
+        return cls(qps)
+
+    @property
+    def name(self) -> str:
+        return "default" if self.qps is None else f"QPS {self.qps:g}"
+
+    def ours(self) -> list[str]:
+        return [] if self.qps is None else ["--kube-api-qps", f"{self.qps:g}"]
+
+    def sample_controller(self) -> list[str]:
+        return [] if self.qps is None else ["-kube-api-qps", f"{self.qps:g}"]
+
+
+@dataclass(frozen=True)
+class Controller:
+    """How to start one controller, and how to read what it ran with."""
+
+    name: str
+    command: list[str]
+    namespaced: bool  # takes --namespace (ours); sample-controller watches every namespace
+
+    def ran_with(self, log: str, pacing: Pacing) -> dict[str, Any]:
+        """Workers and client pacing, as the log says (else as the command line set them).
+
+        Also ``syncs``: how many syncs succeeded (both log each one), which
+        says whether the two did the same amount of work.
+        """
+        workers = WORKERS.search(log)
+        found: dict[str, Any] = {
+            "workers": int(workers.group(1)) if workers else None,
+            "syncs": log.count(SYNCED),
+        }
+        reported = CLIENT_PACING.search(log)
+        if reported:
+            found |= {"qps": float(reported.group(1)), "burst": int(reported.group(2)),
+                      "token_buckets": int(reported.group(3))}  # fmt: skip
+        elif self.name == "ours":
+            found |= {"qps": pacing.qps or DEFAULT_QPS, "burst": DEFAULT_BURST}
+        return found
+
+
+def controllers(sample_controller: Path | None, pacing: Pacing) -> list[Controller]:
+    """Ours, and sample-controller when its binary is given, at ``pacing``."""
+    ours = [sys.executable, "-m", "helpers.program", "--workers", str(WORKER_COUNT)]
+    found = [Controller("ours", [*ours, *pacing.ours()], namespaced=True)]
+    if sample_controller is not None:
+        command = [str(sample_controller), *pacing.sample_controller()]
+        found.append(Controller("sample-controller", command, namespaced=False))
+    return found
+
+
+def clear(api: kubernetes.client.ApiClient, namespace: str) -> None:
+    """Delete ``namespace``, and wait until its Pods and Foos are gone (not the namespace itself).
+
+    The next run needs the kwok nodes free (their 220 Pods) and no Foo of this
+    run left (sample-controller watches every namespace); it does not need the
+    namespace object gone. Waiting for that would cost every run half a minute:
+    the namespace controller lets a namespace go only once its Pods' grace
+    period (30 s) has passed. So, the controller being stopped, the Foos are
+    deleted first, then the namespace, then its Pods at once (grace period 0;
+    nothing can make new ones in a namespace being deleted); the namespace
+    finishes on its own, and :func:`run` waits for all of them at the end.
+    """
+    core = kubernetes.client.CoreV1Api(api)
+    custom = kubernetes.client.CustomObjectsApi(api)
+    custom.delete_collection_namespaced_custom_object(FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL)
+    namespaces.delete_namespace(api, namespace)
+    core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    wait_for(core.list_namespaced_pod, lambda pods: not pods, what=f"no Pods in {namespace}",
+             timeout=300, namespace=namespace)  # fmt: skip
+    wait_for(
+        custom.list_namespaced_custom_object, lambda foos: not foos,
+        what=f"no Foos in {namespace}", timeout=300, group=FOO_GROUP, version=FOO_VERSION,
+        namespace=namespace, plural=FOO_PLURAL,
+    )  # fmt: skip
 
 
 def run_once(
-    command: list[str], name: str, foos: int, replicas: int, namespaced: bool
+    controller: Controller, pacing: Pacing, foos: int, replicas: int, logs: Path
 ) -> dict[str, Any]:
     """Start one controller, hand it ``foos`` Foos, and time until all are available."""
     api = kube.connect()
-    core = kubernetes.client.CoreV1Api(api)
     custom = kubernetes.client.CustomObjectsApi(api)
-    namespace = f"cbench-{name.split()[0]}-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": namespace}})
-    log_file = Path(tempfile.mkstemp(prefix=f"cbench-{name.split()[0]}-", suffix=".log")[1])
+    namespace = create_namespace(
+        api, f"cbench-{controller.name.split('-')[0]}-{uuid.uuid4().hex[:6]}"
+    )
+    log_file = logs / f"{namespace}.log"
+    launched = time.monotonic()
     with log_file.open("w") as log:
         process = subprocess.Popen(
-            [*command, "--kubeconfig", str(kube.default_kubeconfig())]
-            + (["--namespace", namespace] if namespaced else []),
+            [*controller.command, "--kubeconfig", str(kube.default_kubeconfig())]
+            + (["--namespace", namespace] if controller.namespaced else []),
             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
         )  # fmt: skip
     try:
         wait_for_line(log_file, STARTED, process, timeout=120)
         started = time.monotonic()
+        startup = started - launched
 
         def create(i: int) -> None:
             body = foo_body(f"foo-{i:03}", f"foo-{i:03}-d", replicas)
@@ -130,68 +239,86 @@ def run_once(
         )  # fmt: skip
         wall = time.monotonic() - started
     finally:
-        stop_process(process)
-        core.delete_namespace(namespace)
-        wait_until_gone(core, namespace)
+        stopping = time.monotonic()
+        process.kill()  # the run is over: how it ends is not measured, so it is not waited for
+        process.wait()
+        clear(api, namespace)
     return {
-        "controller": name,
+        "namespace": namespace,
+        "controller": controller.name,
+        "pacing": pacing.name,
+        **controller.ran_with(log_file.read_text(errors="replace"), pacing),
         "foos": foos,
         "replicas": replicas,
         "create_seconds": round(created, 2),
         "wall_seconds": round(wall, 2),
-        "log": str(log_file),
+        "startup_seconds": round(startup, 2),
+        "cleanup_seconds": round(time.monotonic() - stopping, 2),
     }
 
 
-def pacing(text: str) -> tuple[float, int]:
-    """``5/10`` as (QPS 5.0, burst 10)."""
-    qps, _, burst = text.partition("/")
-    try:
-        return float(qps), int(burst)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"pacing is QPS/BURST, like 5/10, not {text!r}") from None
+def run(sample_controller: Path | None, pacings: list[Pacing], foos: int, replicas: int,
+        repeat: int) -> list[dict[str, Any]]:  # fmt: skip
+    """Every controller at every pacing, ``repeat`` times, the controllers' order alternating.
 
-
-def controllers(
-    sample_controller: Path | None, ours_pacing: list[tuple[float, int]]
-) -> dict[str, tuple[list[str], bool]]:
-    """Each controller's command line, and whether it takes ``--namespace``."""
-    found: dict[str, tuple[list[str], bool]] = {}
-    for qps, burst in ours_pacing:
-        found[f"ours (QPS {qps:g}, burst {burst})"] = (
-            [sys.executable, "-m", "helpers.program", "--workers", "2",
-             "--kube-api-qps", str(qps), "--kube-api-burst", str(burst)],
-            True,
-        )  # fmt: skip
-    if sample_controller is not None:
-        # Its workers (2), limiter and client pacing are fixed in its main.go.
-        found["sample-controller"] = ([str(sample_controller)], False)
-    return found
+    The logs go to a temporary folder, kept (and named on stderr) only if a
+    run fails.
+    """
+    rows = []
+    made: list[str] = []
+    logs = Path(tempfile.mkdtemp(prefix="controller-bench-"))
+    for pacing in pacings:
+        for repetition in range(repeat):
+            chosen = controllers(sample_controller, pacing)
+            start = repetition % len(chosen)
+            for controller in chosen[start:] + chosen[:start]:
+                try:
+                    row = run_once(controller, pacing, foos, replicas, logs)
+                except BaseException:
+                    print(f"controller_bench: the logs are in {logs}", file=sys.stderr)
+                    raise
+                row["repeat"] = repetition
+                made.append(row.pop("namespace"))
+                print(json.dumps(row), file=sys.stderr, flush=True)
+                rows.append(row)
+    core = kubernetes.client.CoreV1Api(kube.connect())
+    wait_for(
+        core.list_namespace, lambda found: not set(made) & set(found),
+        what="the controller runs' namespaces deleted", timeout=300,
+    )  # fmt: skip
+    for log in logs.iterdir():
+        log.unlink()
+    logs.rmdir()
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--foos", type=int, default=200)
     parser.add_argument("--replicas", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--sample-controller", type=Path, help="the built Go binary")
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
-        "--ours-pacing", default="5/10",
-        type=lambda text: [pacing(part) for part in text.split(",")],
-        help="our clients' QPS/burst (each client's), one run each: 5/10,10/20 runs two",
+        "--pacing", default="default,50",
+        type=lambda text: [Pacing.parse(part) for part in text.split(",")],
+        help="client pacings, each run by both: 'default' or a QPS (default: default,50)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sample-controller", type=Path,
+        help="sample-controller-paced (default: built by helpers.cluster.gobuild)",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    refuse_clusters_not_the_courses()  # before the first request
     if args.foos * args.replicas > POD_CAPACITY:
         parser.error(
             f"{args.foos} Foos x {args.replicas} replicas is more Pods than the two kwok "
             f"workers hold ({POD_CAPACITY}); lower --foos or --replicas."
         )
-    for _ in range(args.repeat):
-        for name, (command, namespaced) in controllers(
-            args.sample_controller, args.ours_pacing
-        ).items():
-            row = run_once(command, name, args.foos, args.replicas, namespaced)
-            print(json.dumps(row), flush=True)
+    if args.sample_controller is None:
+        from helpers.cluster import gobuild
+
+        args.sample_controller = gobuild.ensure_benchmark_programs()["sample-controller-paced"]
+    rows = run(args.sample_controller, args.pacing, args.foos, args.replicas, args.repeat)
+    print(json.dumps(rows, indent=1))
     return 0
 
 

@@ -4,7 +4,7 @@ Ours and the official client's SharedInformer, side by side, on the same
 cluster with the same service account. Not a test: the result is recorded in
 benchmarks/RESULTS.md. Needs the course's cluster (``make up``).
 
-Run: .venv/bin/python benchmarks/forbidden_watch.py [--seconds 20]
+Run: .venv/bin/python -m benchmarks.forbidden_watch [--seconds 20]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 import kubernetes
 from kubernetes.informer import SharedInformer as OfficialInformer
 
+from benchmarks.guard import refuse_clusters_not_the_courses
 from helpers import kube, namespaces
 from helpers.informer import SharedInformer, wait_for_cache_sync
 from helpers.listwatch import ListWatch
@@ -67,11 +68,12 @@ def main() -> None:
     parser.add_argument("--official-seconds", type=float, default=5.0,
                         help="shorter: the official informer retries without pause")  # fmt: skip
     args = parser.parse_args()
+    refuse_clusters_not_the_courses()  # before the first request
     api = kube.connect()
     namespaces.fresh_namespace(api, NAMESPACE)
     client = service_account_client(api, NAMESPACE, "list-only", LIST_ONLY)
     results = [ours(client, args.seconds), official(client, args.official_seconds)]
-    kubernetes.client.CoreV1Api(api).delete_namespace(NAMESPACE)
+    namespaces.delete_namespace(api, NAMESPACE)
     print(json.dumps(results, indent=2))
 
 

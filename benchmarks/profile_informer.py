@@ -1,6 +1,6 @@
 """Where our informer spends its time: cProfile over informer_bench.py's two workloads.
 
-Not a test: the summary goes to benchmarks/RESULTS.md (``benchmarks/run_all``).
+Not a test: ``benchmarks/run_all`` records the summary in benchmarks/results.json.
 The informer works on threads of its own (reflector, processor, handlers), and
 cProfile sees only the thread that enabled it, so every thread started while
 the profile runs gets a profiler of its own (``Thread.run`` is wrapped) and
@@ -11,15 +11,16 @@ took X% of the time".
 Workloads (the namespaces informer_bench.py populates first):
 
 ``sync``
-    start a SharedInformer on ``bench-sync`` and wait until it has synced.
+    start a SharedInformer on ``--namespace`` (``bench-sync``) and wait until it has synced.
 ``events``
-    make ``--events`` updates, then replay them (informer_bench.py's ListFromThen);
-    ``--since`` replays from an older resourceVersion instead.
+    replay ``--events`` updates made after ``--since`` (informer_bench.py's
+    ListFromThen); without ``--since``, make them first (benchmarks/go's
+    ``configmaps``).
 
 With ``--fast-json`` the same runs use :mod:`helpers.fastjson` (orjson).
 
-Run: PYTHONPATH=. .venv/bin/python benchmarks/profile_informer.py sync|events
-         [--events 20000] [--fast-json] [--top 12]
+Run: .venv/bin/python -m benchmarks.profile_informer sync|events
+         [--events 20000] [--since RV] [--fast-json] [--top 12]
 """
 
 from __future__ import annotations
@@ -28,13 +29,15 @@ import argparse
 import cProfile
 import json
 import pstats
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from benchmarks import informer_bench
+from benchmarks.cluster import ConfigMaps, create_namespace
+from benchmarks.guard import refuse_clusters_not_the_courses
 from helpers import kube
 
 WAITING_BUCKET = "waiting (locks, queues, sleeps)"
@@ -162,10 +165,7 @@ def run_sync(namespace: str) -> Callable[[], float]:
 
 
 def run_events(namespace: str, since: str, events: int) -> Callable[[], float]:
-    sys.path.insert(0, __file__.rsplit("/", 1)[0])
-    import informer_bench  # the same replay as the benchmark's
-
-    def go() -> float:
+    def go() -> float:  # the same replay as the benchmark's
         return informer_bench.measure_events("ours", namespace, since, events)["seconds"]
 
     return go
@@ -173,35 +173,39 @@ def run_events(namespace: str, since: str, events: int) -> Callable[[], float]:
 
 def fresh_updates(events: int) -> str:
     """Make ``events`` updates now (as informer_bench does); the resourceVersion before them."""
-    sys.path.insert(0, __file__.rsplit("/", 1)[0])
-    import informer_bench
+    from helpers.cluster import gobuild
 
-    return informer_bench.prepare_events(kube.connect(), events)
+    configmaps = ConfigMaps(gobuild.ensure_benchmark_programs()["configmaps"])
+    create_namespace(kube.connect(), informer_bench.EVENTS_NAMESPACE)
+    configmaps.ensure(informer_bench.EVENTS_NAMESPACE, informer_bench.EVENT_OBJECTS)
+    token = f"p{time.time_ns()}"
+    done = configmaps.update(
+        informer_bench.EVENTS_NAMESPACE, events, informer_bench.EVENT_OBJECTS, token
+    )
+    return done.since
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=["sync", "events"])
+    parser.add_argument("--namespace", default=informer_bench.SYNC_NAMESPACE, help="sync: where")
     parser.add_argument("--since", help="events: the resourceVersion to replay from")
-    parser.add_argument("--events", type=int, help="default: informer_bench.EVENTS")
+    parser.add_argument("--events", type=int, default=informer_bench.EVENTS)
     parser.add_argument("--fast-json", action="store_true", help="use helpers.fastjson (orjson)")
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args()
-    if args.events is None:
-        import informer_bench  # (benchmarks/ is on the path)
-
-        args.events = informer_bench.EVENTS
+    refuse_clusters_not_the_courses()  # before the first request
     if args.fast_json:
         from helpers import fastjson
 
         fastjson.install()
     if args.workload == "sync":
-        work = run_sync("bench-sync")
+        work = run_sync(args.namespace)
     else:
         # A fresh resourceVersion unless given: the API server compacts old
         # versions every few minutes, after which a list at one answers 410 Gone.
         since = args.since or fresh_updates(args.events)
-        work = run_events("bench-events", since, args.events)
+        work = run_events(informer_bench.EVENTS_NAMESPACE, since, args.events)
     with profile_all_threads() as profiles:
         seconds = work()
     result = {"workload": args.workload, "fast_json": args.fast_json, "seconds": round(seconds, 3)}

@@ -1,215 +1,76 @@
-"""Run every side-by-side benchmark in one go and write the measured part of RESULTS.md.
+"""RESULTS.md's measured part and README's benchmark paragraph, written from results.json alone.
 
-``benchmarks/run_all`` calls this. In one run, on one cluster, so the ratios
-compare like with like on a shared machine: the course's informer (standard
-library JSON, and with the :mod:`helpers.fastjson` swap), the official Python
-client's informer, client-go's informer (benchmarks/go/informerbench, with and
-without streaming lists, JSON and protobuf), the same requests read over the
-wire with nothing decoded (JSON and protobuf: what the format alone allows),
-the course's FooController and sample-controller, the growth of sync time and
-memory with the number of objects, and a cProfile of where our time goes.
+Every figure and every statement about the run here comes from
+``benchmarks/results.json`` (what :mod:`benchmarks.run` recorded): the rows,
+and the facts of the run (command, commit, backend, versions, machine, load).
+What does not depend on a run, how each workload is measured, is said once in
+the prose around the tables. The targets are issue 23's (:func:`verdicts`).
 
-The Go programs are built (or found in the cache) by
-:mod:`helpers.cluster.gobuild`. Raw rows go to ``benchmarks/results.json``;
-RESULTS.md's text between the two ``run_all`` markers is replaced, everything
-around it (hand-run drills) is kept. ``--render-only`` rewrites RESULTS.md from
-results.json without measuring again.
+RESULTS.md's text between the two ``run_all`` markers is replaced and
+README.md's between the two ``benchmarks`` markers; everything around them is
+hand-written and kept. tests/test_benchmark_report.py fails when either file
+differs from what this module renders from the recorded results.json.
 
-Needs the course's cluster (``make up``; KUBECONFIG as
-``python -m helpers.cluster kubeconfig`` prints).
+Run: .venv/bin/python -m benchmarks.report   (rewrites both from results.json)
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import platform
 import statistics
-import subprocess
-import sys
-import time
-from datetime import UTC, datetime
-from importlib import metadata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-RESULTS_MD = HERE / "RESULTS.md"
-RESULTS_JSON = HERE / "results.json"
+from benchmarks.informer_bench import GO_DEFAULT
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS_MD = ROOT / "benchmarks" / "RESULTS.md"
+RESULTS_JSON = ROOT / "benchmarks" / "results.json"
+README = ROOT / "README.md"
 BEGIN = "<!-- run_all: begin (benchmarks/run_all writes this part; edits here are lost) -->"
 END = "<!-- run_all: end -->"
+README_BEGIN = (
+    "<!-- benchmarks: begin (benchmarks/run_all writes this part from benchmarks/results.json; "
+    "edits here are lost) -->"
+)
+README_END = "<!-- benchmarks: end -->"
 
-# The client-go shapes the targets are judged against.
-GO_DEFAULT = "client-go (stream, protobuf)"  # what a client-go program gets when left alone
-GO_LIKE_OURS = "client-go (list, json)"  # a paginated LIST in JSON, as our informer makes
-GO_EVENTS = "client-go (list, json)"
-GO_EVENTS_DEFAULT = "client-go (list, protobuf)"  # the events target's client-go row
-# Issue 14's targets, for the sentence under each table that holds wire-only rows.
-SYNC_TARGET, EVENTS_TARGET = 1.2, 0.7
+GO_JSON_HTTP1 = ("client-go (list, json, HTTP/1.1)", "client-go (stream, json, HTTP/1.1)")
+"""client-go over JSON at our HTTP version: the sync target is against the faster of the two."""
+GO_EVENTS_JSON_HTTP1 = "client-go (list, json, HTTP/1.1)"
+GO_EVENTS_PROTOBUF = "client-go (list, protobuf, HTTP/2)"
+SYNC_TARGET = 1.0  # at most, against client-go over JSON at the same HTTP version
+MEMORY_TARGET = 1.0  # at most, against client-go (the least of its rows)
+EVENTS_TARGET = 1.0  # at least, against client-go over JSON at the same HTTP version
+EVENTS_WIRE_TARGET = 0.9  # at least, against the JSON read-only row
+CONTROLLER_TARGET = 1.0  # at most, against sample-controller
 
-
-def python_bench(*args: str) -> dict[str, Any]:
-    """Run informer_bench.py; its final JSON document."""
-    output = subprocess.run(
-        [sys.executable, str(HERE / "informer_bench.py"), *args],
-        capture_output=True, text=True, check=False, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
-    sys.stderr.write(output.stderr)
-    if output.returncode != 0:
-        raise SystemExit(f"informer_bench.py {' '.join(args)} failed")
-    return json.loads(output.stdout)
-
-
-def json_lines(command: list[str]) -> list[dict[str, Any]]:
-    output = subprocess.run(
-        command, capture_output=True, text=True, check=False, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
-    sys.stderr.write(output.stderr)
-    if output.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{output.stdout}")
-    return [json.loads(line) for line in output.stdout.splitlines() if line.startswith("{")]
+NAMES = {
+    "ours": "ours (managedFields stripped, json)",
+    "ours-fastjson": "ours with `helpers.fastjson` (orjson)",
+    "ours-unstripped": "ours, `transform=None` (objects kept whole)",
+    "official": "official Python client (keeps managedFields)",
+    "wire-json": "JSON read as ours reads it, nothing decoded",
+    "wire-protobuf": "protobuf read as ours reads it, nothing decoded",
+}
+READ_ONLY = {"wire-json", "wire-protobuf"}
 
 
-def machine() -> dict[str, Any]:
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-         if line.startswith("model name")), platform.processor(),
-    )  # fmt: skip
-    memory_kib = int(Path("/proc/meminfo").read_text().split()[1])
-    go = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, check=False)
-    return {
-        "cpus": os.cpu_count(),
-        "cpu": cpu,
-        "memory_gib": round(memory_kib / 2**20),
-        "python": platform.python_version(),
-        "go": go.stdout.strip(),
-        "kubernetes_python_client": metadata.version("kubernetes"),
-        "orjson": metadata.version("orjson"),
-    }
+# -- small helpers ----------------------------------------------------------------------------
 
 
-def server_version() -> str:
-    import kubernetes
-
-    from helpers import kube
-
-    return kubernetes.client.VersionApi(kube.connect()).get_code().git_version
+def median(values: Iterable[float]) -> float:
+    return statistics.median(list(values))
 
 
-def loadavg() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-
-
-def measure(args: argparse.Namespace) -> dict[str, Any]:
-    from helpers.cluster import gobuild
-
-    results: dict[str, Any] = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": machine(),
-        "server": server_version(),
-        "client_go": gobuild.BENCHMARK_PROGRAMS.version(),
-        "load": {"start": loadavg()},
-    }
-    started = time.monotonic()
-    programs = gobuild.ensure_benchmark_programs()
-    results["go_programs_seconds"] = round(time.monotonic() - started, 1)
-    go = str(programs["informerbench"])
-
-    common = ["--go-program", go, "--repeat", str(args.repeat)]
-    results["informer"] = python_bench(
-        "all", "--count", str(args.count), "--events", str(args.events), "--fast-json", "--wire",
-        "--events-repeat", str(args.events_repeat), *common,
-    )  # fmt: skip
-    results["load"]["after_informer"] = loadavg()
-    save(results)
-
-    results["scaling"] = []
-    for count in args.scale:
-        rows = python_bench(
-            "sync", "--count", str(count), "--namespace", scale_namespace(count, args.count),
-            "--skip-official", "--fast-json", "--repeat", "1", "--go-program", go,
-            "--go-variants", f"{GO_LIKE_OURS};{GO_DEFAULT}",
-        )["sync"]  # fmt: skip
-        results["scaling"] += [{**row, "count": count} for row in rows]
-    results["load"]["after_scaling"] = loadavg()
-    save(results)
-
-    if not args.skip_controllers:
-        results["controllers"] = json_lines(
-            [sys.executable, str(HERE / "controller_bench.py"), "--foos", str(args.foos),
-             "--replicas", str(args.replicas), "--repeat", str(args.controller_repeat),
-             "--sample-controller", str(programs["sample-controller"])]
-        )  # fmt: skip
-        results["load"]["after_controllers"] = loadavg()
-        save(results)
-
-    if not args.skip_profile:
-        results["profile"] = []
-        for fast in (False, True):
-            extra = ["--fast-json"] if fast else []
-            results["profile"] += json_lines(
-                [sys.executable, str(HERE / "profile_informer.py"), "sync", *extra]
-            )
-            results["profile"] += json_lines(
-                [sys.executable, str(HERE / "profile_informer.py"), "events",
-                 "--events", str(args.events), *extra]
-            )  # fmt: skip
-            save(results)
-    results["load"]["end"] = loadavg()
-    if not args.keep_objects:
-        from informer_bench import EVENTS_NAMESPACE, SYNC_NAMESPACE  # (benchmarks/ is on the path)
-
-        scaled = [scale_namespace(count, args.count) for count in args.scale]
-        remove_namespaces([SYNC_NAMESPACE, EVENTS_NAMESPACE, *scaled])
-    return results
-
-
-def remove_namespaces(names: list[str]) -> None:
-    """Leave the course's cluster as we found it, and wait until it is.
-
-    The benchmark namespaces hold up to 140,000 ConfigMaps: left in place, they
-    slow every later API server start (its watch cache lists them all) and so
-    every test and drill that restarts one. ``--keep-objects`` keeps them for a
-    quicker second run.
-    """
-    import kubernetes
-
-    from helpers import kube, namespaces
-    from helpers.waiting import wait_for
-
-    core = kubernetes.client.CoreV1Api(kube.connect())
-    for name in dict.fromkeys(names):
-        print(f"namespace {name} {namespaces.delete_namespace(core.api_client, name)}")
-    wait_for(
-        core.list_namespace,
-        lambda namespaces: not set(names) & set(namespaces),
-        what="the benchmark namespaces to be deleted",
-        timeout=900,
-    )
-
-
-def save(results: dict[str, Any]) -> None:
-    """Keep what is measured so far: a failure later must not lose it (see --render-only)."""
-    RESULTS_JSON.write_text(json.dumps(results, indent=1) + "\n")
-
-
-def scale_namespace(count: int, main_count: int) -> str:
-    return "bench-sync" if count == main_count else f"bench-scale-{count}"
-
-
-# -- rendering --------------------------------------------------------------------------------
+def ratio(ours: float, theirs: float) -> str:
+    return f"{ours / theirs:.2f}x" if theirs else "n/a"
 
 
 def by_impl(rows: list[dict[str, Any]], field: str) -> dict[str, list[Any]]:
-    """Each row's ``field`` grouped by implementation, in first-seen order; rows without it skipped.
-
-    The wire-only rows have no memory figures (they keep nothing), so the
-    memory columns leave them out rather than fail.
-    """
+    """Each row's ``field`` by implementation, in first-seen order; rows without it left out."""
     found: dict[str, list[Any]] = {}
     for row in rows:
         if field in row:
@@ -217,232 +78,385 @@ def by_impl(rows: list[dict[str, Any]], field: str) -> dict[str, list[Any]]:
     return found
 
 
-def wire_last(found: dict[str, list[Any]]) -> dict[str, list[Any]]:
-    """The same rows with the wire-only ones moved to the end: they are a bound, not a client."""
-    return dict(sorted(found.items(), key=lambda item: item[0] in WIRE_NAMES))
+def read_only_last(found: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """The same entries with the read-only rows moved to the end: they are no client."""
+    return dict(sorted(found.items(), key=lambda item: item[0] in READ_ONLY))
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values)
+def paired(rows: list[dict[str, Any]], ours: str, theirs: str, field: str) -> list[str]:
+    """``ours`` against ``theirs``, repeat by repeat (rows measured minutes apart at most)."""
+    mine = {row["repeat"]: row[field] for row in rows if row["impl"] == ours and field in row}
+    other = {row["repeat"]: row[field] for row in rows if row["impl"] == theirs and field in row}
+    return [ratio(mine[r], other[r]) for r in sorted(mine.keys() & other.keys())]
 
 
-def ratio(ours: float, theirs: float) -> str:
-    return f"{ours / theirs:.2f}x" if theirs else "n/a"
+def protocols(rows: list[dict[str, Any]], impl: str) -> str:
+    return ", ".join(sorted({row.get("http", "?") for row in rows if row["impl"] == impl}))
+
+
+def seconds(value: float) -> str:
+    return f"{value:.3f} s"
+
+
+def rate(value: float) -> str:
+    return f"{value:,.0f}/s"
+
+
+def bytes_(value: float) -> str:
+    return f"{value:,.0f} B"
+
+
+def minutes(value: float) -> str:
+    return f"{value / 60:.1f} minutes"
+
+
+# -- the targets ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One target of issue 23, and what the run found."""
+
+    measure: str
+    target: str
+    result: str
+    met: bool | None  # None: the run did not measure it
+
+    @property
+    def answer(self) -> str:
+        return {True: "yes", False: "**no**", None: "not measured"}[self.met]
+
+
+def sync_counts(results: dict[str, Any]) -> list[int]:
+    return sorted({row["count"] for row in results.get("sync", [])})
+
+
+def at_count(results: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    return [row for row in results.get("sync", []) if row["count"] == count]
+
+
+def fastest(found: dict[str, list[float]], labels: Iterable[str]) -> str | None:
+    """Of ``labels``, the one with the least median (None if none was measured)."""
+    present = [label for label in labels if label in found]
+    return min(present, key=lambda label: median(found[label])) if present else None
+
+
+def least_client_go(found: dict[str, list[float]]) -> str | None:
+    return fastest(found, [label for label in found if label.startswith("client-go")])
+
+
+def compare(
+    rows: list[dict[str, Any]], field: str, theirs: str | None, fmt: Callable[[float], str]
+) -> tuple[float, str] | None:
+    """(ours / theirs of the medians, the result's text), or None if either is missing."""
+    found = by_impl(rows, field)
+    if "ours" not in found or theirs is None or theirs not in found:
+        return None
+    mine, other = median(found["ours"]), median(found[theirs])
+    runs = paired(rows, "ours", theirs, field)
+    text = f"{ratio(mine, other)}: {fmt(mine)} against {fmt(other)}, {theirs}"
+    if len(runs) > 1:
+        text += f"; run by run {', '.join(runs)}"
+    return mine / other, text
+
+
+def verdicts(results: dict[str, Any]) -> list[Verdict]:
+    """Issue 23's targets against the run's medians, in the issue's order."""
+    found: list[Verdict] = []
+    counts = sync_counts(results)
+    for count in counts or [0]:
+        rows = at_count(results, count)
+        what = f"initial sync of {rows[0]['objects']:,} ConfigMaps" if rows else "initial sync"
+        theirs = fastest(by_impl(rows, "sync_seconds"), GO_JSON_HTTP1)
+        outcome = compare(rows, "sync_seconds", theirs, seconds)
+        found.append(Verdict(
+            what, f"at most {SYNC_TARGET}x client-go over JSON at HTTP/1.1 (the faster listing)",
+            outcome[1] if outcome else "-", None if outcome is None else outcome[0] <= SYNC_TARGET,
+        ))  # fmt: skip
+    for count in counts or [0]:
+        rows = at_count(results, count)
+        objects = f"{rows[0]['objects']:,}" if rows else "?"
+        updated = next((row["updated_objects"] for row in rows if "updated_objects" in row), 0)
+        after = f"after {updated:,} were updated through the watch"
+        for field, when in (("bytes_per_object", "right after the LIST"),
+                            ("bytes_per_object_after_updates", after)):  # fmt: skip
+            theirs = least_client_go(by_impl(rows, field))
+            outcome = compare(rows, field, theirs, bytes_)
+            found.append(Verdict(
+                f"memory per cached object, {objects} objects, {when}",
+                f"at most {MEMORY_TARGET}x client-go (its least row)",
+                outcome[1] if outcome else "-",
+                None if outcome is None else outcome[0] <= MEMORY_TARGET,
+            ))  # fmt: skip
+    events = results.get("events") or []
+    outcome = compare(events, "events_per_second", GO_EVENTS_JSON_HTTP1, rate)
+    extra = compare(events, "events_per_second", GO_EVENTS_PROTOBUF, rate)
+    text = outcome[1] if outcome else "-"
+    if outcome and extra:
+        text += f" (beside client-go over protobuf: {extra[1].split(':')[0]})"
+    found.append(Verdict(
+        "watch events a second to a no-op handler",
+        f"at least {EVENTS_TARGET}x client-go over JSON at HTTP/1.1", text,
+        None if outcome is None else outcome[0] >= EVENTS_TARGET,
+    ))  # fmt: skip
+    outcome = compare(events, "events_per_second", "wire-json", rate)
+    found.append(Verdict(
+        "watch events a second to a no-op handler",
+        f"at least {EVENTS_WIRE_TARGET}x the JSON read with nothing decoded",
+        outcome[1].replace("wire-json", "the JSON read alone") if outcome else "-",
+        None if outcome is None else outcome[0] >= EVENTS_WIRE_TARGET,
+    ))  # fmt: skip
+    controllers = results.get("controllers") or []
+    for pacing in dict.fromkeys(row["pacing"] for row in controllers) or ["default", "QPS 50"]:
+        rows = [{**row, "impl": row["controller"]} for row in controllers
+                if row["pacing"] == pacing]  # fmt: skip
+        foos = rows[0]["foos"] if rows else "?"
+        outcome = compare(rows, "wall_seconds", "sample-controller", lambda v: f"{v:.1f} s")
+        found.append(Verdict(
+            f"Foo controller, {foos} Foos to available, {pacing} pacing",
+            f"at most {CONTROLLER_TARGET}x sample-controller's wall time",
+            outcome[1] if outcome else "-",
+            None if outcome is None else outcome[0] <= CONTROLLER_TARGET,
+        ))  # fmt: skip
+    return found
+
+
+def render_verdicts(results: dict[str, Any]) -> list[str]:
+    lines = ["| measure | target | result (medians; ours first) | met? |",
+             "| --- | --- | --- | --- |"]  # fmt: skip
+    lines += [f"| {v.measure} | {v.target} | {v.result} | {v.answer} |" for v in verdicts(results)]
+    return lines
+
+
+# -- RESULTS.md --------------------------------------------------------------------------------
 
 
 def render(results: dict[str, Any]) -> str:
+    """The measured part of RESULTS.md."""
     lines: list[str] = []
-    out = lines.append
-    m = results["machine"]
-    load = results["load"]
-    out(f"Measured {results['date']} by `benchmarks/run_all`, in one run on one cluster: "
-        f"{m['cpus']} cores ({m['cpu']}), {m['memory_gib']} GiB, Python {m['python']}, "
-        f"{m['go']}; Kubernetes {results['server']} (local control plane), client-go and "
-        f"sample-controller {results['client_go']}, `kubernetes` Python client "
-        f"{m['kubernetes_python_client']}, orjson {m['orjson']}.")  # fmt: skip
-    out("")
-    out("The machine is shared with other work, so absolute times wander; the ratios compare "
-        "runs made minutes apart. Load average (1, 5, 15 min): "
-        + "; ".join(f"{when.replace('_', ' ')} {value}" for when, value in load.items())
-        + ".")  # fmt: skip
-    out("")
-    out(f"The Go programs (benchmarks/go) came from the build cache in "
-        f"{results['go_programs_seconds']} s (`python -m helpers.cluster.gobuild`).")  # fmt: skip
-    out("")
-    lines += render_sync(results)
+    lines += render_run(results["run"])
+    lines += ["## Against the targets", ""]
+    lines += render_verdicts(results)
+    lines += ["", *render_connections(results), ""]
+    for count in sync_counts(results):
+        lines += render_sync(results, count)
     lines += render_events(results)
-    lines += render_scaling(results)
     lines += render_controllers(results)
     lines += render_profile(results)
-    return "\n".join(lines)
+    lines += render_steps(results["run"])
+    return "\n".join(lines).rstrip()
 
 
-NAMES = {
-    "ours": "ours (managedFields stripped, json)",
-    "ours-fastjson": "ours with `helpers.fastjson` (orjson)",
-    "ours-unstripped": "ours, `transform=None` (objects kept whole)",
-    "official": "official Python client",
-}
-# Rows from informer_bench.py's _wire_sync and _wire_events: the bytes of the
-# same request read and counted, nothing decoded (absent from older results.json).
-WIRE_NAMES = {
-    "wire-json": "wire only, JSON (bytes read, nothing decoded)",
-    "wire-protobuf": "wire only, protobuf (bytes read, nothing decoded)",
-}
-NAMES |= WIRE_NAMES
-
-
-def render_sync(results: dict[str, Any]) -> list[str]:
-    rows = results["informer"]["sync"]
-    times, memory = by_impl(rows, "sync_seconds"), by_impl(rows, "bytes_per_object")
-    peaks, objects = by_impl(rows, "peak_rss_mib"), rows[0]["objects"]
-    go_default, go_like = median(times[GO_DEFAULT]), median(times[GO_LIKE_OURS])
+def render_run(run: dict[str, Any]) -> list[str]:
+    changes = " (with uncommitted changes)" if run.get("uncommitted_changes") else ""
     lines = [
-        f"## Initial sync of {objects:,} ConfigMaps", "",
-        "Time from start until HasSynced (client-go's polled every millisecond), each run a "
-        "fresh process. Memory per object: (resident memory after sync - before) / objects, "
-        "after a garbage collection (Go: `runtime.GC` and `debug.FreeOSMemory`). Every "
-        "client-go row strips managedFields as ours does. *stream* is client-go's default since "
-        "1.35 (a watch with `sendInitialEvents=true` fills the cache); *list* sets "
-        "`KUBE_FEATURE_WatchListClient=false` (a paginated LIST, as ours).", "",
-        f"| informer | sync time (runs) | median | vs {GO_DEFAULT} | vs {GO_LIKE_OURS} "
-        "| memory per object (median) | peak RSS |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        f"Measured {run['date']} by `{run['command']}` at commit {run['commit'][:12]}{changes}, "
+        f"on {run['backend']}: {run['cpus']} cores ({run['cpu']}), {run['memory_gib']} GiB; "
+        f"Kubernetes {run['kubernetes']}, client-go and sample-controller {run['client_go']}, "
+        f"{run['go']}, Python {run['python']}, `kubernetes` Python client "
+        f"{run['kubernetes_python_client']}, orjson {run['orjson']}.",
+        "",
+        f"The run took {minutes(run.get('seconds', 0))} (its steps are at the end).",
+        "",
     ]  # fmt: skip
-    for impl, values in wire_last(times).items():
-        kept = f"{median(memory[impl]):,.0f} B" if impl in memory else "(nothing kept)"
+    load = run.get("load", {})
+    loads = "; ".join(f"{when} {value}" for when, value in load.items())
+    busiest = max((float(value.split()[0]) for value in load.values()), default=0.0)
+    text = f"Load average (1, 5, 15 min): {loads}."
+    if busiest > run["cpus"]:
+        text += (
+            f" The 1-minute load reached {busiest:g} on {run['cpus']} cores, so other work "
+            "shared the machine: the ratios of runs made minutes apart (run by run below) say "
+            "more than the absolute times."
+        )
+    return [*lines, text, ""]
+
+
+def render_connections(results: dict[str, Any]) -> list[str]:
+    """Whether every client's clock started on an open connection, from the rows."""
+    rows = [row for key in ("sync", "events") for row in results.get(key, [])
+            if "connections_opened" in row]  # fmt: skip
+    if not rows:
+        return []
+    opened = [row for row in rows if row["connections_opened"]]
+    text = (
+        "Connections: every client asks the API server for `/version` before its clock starts, "
+        "so its requests can reuse an open connection (warm, on both sides). "
+    )
+    if not opened:
+        text += f"None of the {len(rows)} timed runs opened a connection while timed."
+    else:
+        names = sorted({row["impl"] for row in opened})
+        text += (f"{len(rows) - len(opened)} of {len(rows)} timed runs opened none while timed; "
+                 f"these did: {', '.join(names)}.")  # fmt: skip
+    return [text]
+
+
+def render_sync(results: dict[str, Any], count: int) -> list[str]:
+    rows = at_count(results, count)
+    times = by_impl(rows, "sync_seconds")
+    memory, updated = (
+        by_impl(rows, "bytes_per_object"),
+        by_impl(rows, "bytes_per_object_after_updates"),
+    )
+    peaks = by_impl(rows, "peak_rss_mib")
+    best = fastest(times, GO_JSON_HTTP1)
+    runs = max(len(values) for values in times.values())
+    share = next((row["updated_objects"] for row in rows if "updated_objects" in row), None)
+    smaller = [other for other in sync_counts(results) if other < count]
+    grown = (
+        f" The namespace is the one of the {smaller[-1]:,}-object table, grown to this size (the "
+        "objects updated there carry one more key)."
+        if smaller
+        else ""
+    )
+    lines = [
+        f"## Initial sync of {rows[0]['objects']:,} ConfigMaps", "",
+        f"Time from start until HasSynced (client-go's polled every millisecond); {runs} runs "
+        "of each, each a fresh process, in rotated order. Memory per object: (resident memory "
+        "after - before the informer started) / objects, after a garbage collection "
+        + (
+            "that hands free pages back to the system (Go: `runtime.GC` and "
+            "`debug.FreeOSMemory`; Python: `gc.collect()` and glibc's `malloc_trim(0)`)"
+            if any(row.get("malloc_trim") for row in rows)
+            else "(Go: `runtime.GC` and `debug.FreeOSMemory`; Python: `gc.collect()` only, "
+            "without glibc's `malloc_trim(0)`)"
+        )
+        + ", right after the sync and again after "
+        + (f"{share:,} of the objects were updated once each through the watch. " if share
+           else "updates (none were made in this run). ")
+        + "Every client-go row strips managedFields as ours does. *stream* fills the cache with "
+        "a watch (`sendInitialEvents=true`, client-go's default since 1.35); *list* sets "
+        "`KUBE_FEATURE_WatchListClient=false` (a paginated LIST, as ours). *HTTP* is the "
+        f"version the requests went over, as the client saw it.{grown}", "",
+        f"| informer | HTTP | sync time (runs) | median | vs {best} | vs {GO_DEFAULT} "
+        "| memory per object after the sync | after the updates | peak RSS |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]  # fmt: skip
+    reference = median(times[best]) if best else 0.0
+    default = median(times[GO_DEFAULT]) if GO_DEFAULT in times else 0.0
+    for impl, values in read_only_last(times).items():
+        kept = bytes_(median(memory[impl])) if impl in memory else "(nothing kept)"
+        after = bytes_(median(updated[impl])) if impl in updated else "-"
         peak = f"{max(peaks[impl])} MiB" if impl in peaks else "-"
         lines.append(
-            f"| {NAMES.get(impl, impl)} | {', '.join(f'{v:.3f}' for v in values)} s "
-            f"| **{median(values):.3f} s** | {ratio(median(values), go_default)} "
-            f"| {ratio(median(values), go_like)} | {kept} | {peak} |"
+            f"| {NAMES.get(impl, impl)} | {protocols(rows, impl)} "
+            f"| {', '.join(f'{v:.3f}' for v in values)} s | **{median(values):.3f} s** "
+            f"| {ratio(median(values), reference)} | {ratio(median(values), default)} "
+            f"| {kept} | {after} | {peak} |"
         )  # fmt: skip
-    limits = {row["limit"] for row in rows if row["impl"] in WIRE_NAMES}
-    if limits:
+    read = [row for row in rows if row["impl"] in READ_ONLY]
+    if read:
+        busy = median(row["client_cpu_seconds"] / row["sync_seconds"] for row in read)
         lines += ["", (
-            "The *wire only* rows make our reflector's first request (a LIST at resourceVersion "
-            f"0 with limit={min(limits)}, which the watch cache answers in one response) and read "
-            "its bytes to the last without decoding any: the ceiling any client speaking that "
-            "format through urllib3, as ours does, can reach on this machine "
-            "(`informer_bench.py _wire_sync`)."
-            + wire_against_target(rows, "sync_seconds", GO_DEFAULT, SYNC_TARGET)
+            "The rows *read as ours reads it, nothing decoded* make our reflector's first "
+            f"request (a LIST at resourceVersion 0 with limit={read[0]['limit']}, which the watch "
+            "cache answers in one response) and read its bytes to the last in the pieces "
+            "`decode_list` reads, decoding none (`informer_bench.py _wire_sync`). The readers' "
+            f"own CPU time was {busy:.0%} of their wall time (median)."
         )]  # fmt: skip
     return [*lines, ""]
-
-
-def wire_against_target(rows: list[dict[str, Any]], field: str, label: str, target: float) -> str:
-    """Sentences putting the JSON wire beside the target it bounds; "" without both rows.
-
-    Beside the medians, run by run: each repeat measures every reader once,
-    minutes apart at most, so the paired ratios show how far the machine's
-    load moves the comparison. ``field`` says which target: ``sync_seconds``
-    (a most) or ``events_per_second`` (a least). The reader's CPU share says
-    how much of the wire row was Python rather than waiting for the API server.
-    """
-    wire = [row for row in rows if row["impl"] == "wire-json"]
-    theirs = [row for row in rows if row["impl"] == label]
-    if not wire or not theirs:
-        return ""
-    goal = median([row[field] for row in theirs]) * target
-    got = median([row[field] for row in wire])
-    sync = field == "sync_seconds"
-    if sync:
-        text = (
-            f" Issue 14's target, at most {target}x {label}, is {goal:.3f} s; reading the "
-            f"JSON LIST alone took {got:.3f} s (median)."
-        )
-    else:
-        text = (
-            f" Issue 14's target, at least {target}x {label}, is {goal:,.0f} events a second; "
-            f"the JSON watch's bytes alone arrived at {got:,.0f} a second (median)."
-        )
-    if len(wire) == len(theirs):
-        paired = ", ".join(ratio(w[field], t[field]) for w, t in zip(wire, theirs, strict=True))
-        text += f" Run by run, the JSON wire against {label}: {paired}."
-    seconds = field if sync else "seconds"
-    if all("client_cpu_seconds" in row for row in wire):
-        busy = median([row["client_cpu_seconds"] / row[seconds] for row in wire])
-        text += (f" The reader's own CPU time was {busy:.0%} of its wall time (median): the rest "
-                 "it waited for the API server.")  # fmt: skip
-    return text
 
 
 def render_events(results: dict[str, Any]) -> list[str]:
-    rows = results["informer"]["events"]
-    rates = by_impl(rows, "events_per_second")
-    server = server_micros_per_event(rows)
-    count = rows[0]["events"]
-    reference = median(rates[GO_EVENTS])
-    lines = [
-        f"## Watch events to a no-op handler ({count:,} replayed)", "",
-        f"{count:,} updates to 100 ConfigMaps are made first; each informer then lists at the "
-        "resourceVersion before them and its watch replays them all. Counted from the "
-        "informer's start until the last update reached the handler. client-go lists at an "
-        "exact resourceVersion only with streaming lists off "
-        "(`KUBE_FEATURE_WatchListClient=false`), so both client-go rows are *list*. "
-        "*API server CPU* is the kube-apiserver process's CPU time during the run, per event "
-        "(median; it includes the server's own background work over the run's life, about a "
-        "second and a half for a Python process's start).", "",
-        f"| informer | events per second (runs) | median | vs {GO_EVENTS} | API server CPU |",
-        "| --- | --- | --- | --- | --- |",
-    ]  # fmt: skip
-    for impl, values in wire_last(rates).items():
-        cost = f"{server[impl]:.0f} µs" if impl in server else "-"
-        lines.append(
-            f"| {NAMES.get(impl, impl)} | {' / '.join(f'{v:,}' for v in values)} "
-            f"| **{median(values):,.0f}** | {ratio(median(values), reference)} | {cost} |"
-        )
-    if WIRE_NAMES.keys() & rates.keys():
-        against = wire_against_target(rows, "events_per_second", GO_EVENTS_DEFAULT, EVENTS_TARGET)
-        lines += ["", (
-            "The *wire only* rows open the same watch (from the same resourceVersion, no "
-            "bookmarks) and count its frames as the bytes arrive (JSON: one line per event; "
-            "protobuf: length-prefixed), decoding nothing, timed from before the request as the "
-            "informers are: the ceiling any client speaking that format through urllib3, as "
-            "ours does, can reach on this machine (`informer_bench.py _wire_events`)." + against
-        )]  # fmt: skip
-    if {"wire-json", "wire-protobuf"} <= server.keys():
-        lines += ["", (
-            f"Serving one event cost the API server {server['wire-json']:.0f} µs of CPU in JSON "
-            f"and {server['wire-protobuf']:.0f} µs in protobuf (the wire rows, medians). This "
-            "machine has two cores, shared by the API server and the informer, so a JSON watch "
-            "is slower before any client code runs."
-        )]  # fmt: skip
-    return [*lines, ""]
-
-
-def server_micros_per_event(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Median API server CPU microseconds per event, by implementation (rows that have it)."""
-    found = by_impl(rows, "server_cpu_seconds")
-    events = {row["impl"]: row["events"] for row in rows}
-    return {impl: median(values) / events[impl] * 1e6 for impl, values in found.items()}
-
-
-def render_scaling(results: dict[str, Any]) -> list[str]:
-    rows = results.get("scaling") or []
+    rows = results.get("events") or []
     if not rows:
         return []
+    rates = by_impl(rows, "events_per_second")
+    server = micros_per_event(rows, "server_cpu_seconds")
+    client = micros_per_event(rows, "client_cpu_seconds")
+    count, runs = rows[0]["events"], max(len(values) for values in rates.values())
+    reference = median(rates[GO_EVENTS_JSON_HTTP1]) if GO_EVENTS_JSON_HTTP1 in rates else 0.0
+    replays = results.get("event_updates") or [{}]
+    objects = replays[0].get("objects", "?")
     lines = [
-        "## Scaling: sync time and memory against the number of objects", "",
-        "One run each (a fresh process), in namespaces holding that many ConfigMaps.", "",
-        "| objects | informer | sync time | memory per object | peak RSS |",
-        "| --- | --- | --- | --- | --- |",
+        f"## Watch events to a no-op handler ({count:,} replayed)", "",
+        f"{count:,} updates to {objects} ConfigMaps are made first (rounds made in this run: "
+        f"{len(replays)}; a round is replayed until it is "
+        f"{results.get('replay_fresh_seconds', 0) / 60:g} minutes old); each informer then lists "
+        "at the resourceVersion before them and its watch replays them all; "
+        f"{runs} runs of each, in rotated order. Counted (under a "
+        "lock, or in Go a mutex) from the informer's start until the last update reached the "
+        "handler. Every client-go row strips managedFields as ours does. client-go lists at an "
+        "exact resourceVersion only with streaming lists off, so every client-go row is *list*. "
+        "*Client CPU* is the client process's CPU time during the run (every thread), and "
+        "*API server CPU* the kube-apiserver process's, per event (medians; the server's "
+        "includes whatever else it did meanwhile).", "",
+        f"| informer | HTTP | events per second (runs) | median | vs {GO_EVENTS_JSON_HTTP1} "
+        "| client CPU per event | API server CPU per event |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]  # fmt: skip
-    for row in sorted(rows, key=lambda r: (r["count"], r["impl"])):
+    for impl, values in read_only_last(rates).items():
+        costs = [f"{found[impl]:.1f} µs" if impl in found else "-" for found in (client, server)]
         lines.append(
-            f"| {row['objects']:,} | {NAMES.get(row['impl'], row['impl'])} "
-            f"| {row['sync_seconds']:.3f} s | {row['bytes_per_object']:,} B "
-            f"| {row['peak_rss_mib']} MiB |"
+            f"| {NAMES.get(impl, impl)} | {protocols(rows, impl)} "
+            f"| {' / '.join(f'{v:,}' for v in values)} | **{median(values):,.0f}** "
+            f"| {ratio(median(values), reference)} | {' | '.join(costs)} |"
         )
+    read = [row for row in rows if row["impl"] in READ_ONLY]
+    if read:
+        busy = median(row["client_cpu_seconds"] / row["seconds"] for row in read)
+        lines += ["", (
+            "The rows *read as ours reads it, nothing decoded* open the same watch (from the same "
+            "resourceVersion, no bookmarks) and read it one HTTP chunk at a time as our "
+            "`WatchStream` does, counting frames (JSON: one line per event; protobuf: "
+            "length-prefixed), decoding nothing, timed from before the request as the informers "
+            f"are (`informer_bench.py _wire_events`). The readers' own CPU time was {busy:.0%} "
+            "of their wall time (median). They show how fast the bytes alone arrive through "
+            "urllib3; they bound no client: the API server flushes a watch after an event only "
+            "when no other event waits (k8s.io/apiserver's watch handler), so a reader that "
+            "takes longer over each event gets several in one write, at less server CPU each."
+        )]  # fmt: skip
     return [*lines, ""]
+
+
+def micros_per_event(rows: list[dict[str, Any]], field: str) -> dict[str, float]:
+    """Median CPU microseconds per event in ``field``, by implementation (rows that have it)."""
+    found = by_impl(rows, field)
+    events = {row["impl"]: row["events"] for row in rows}
+    return {impl: median(values) / events[impl] * 1e6 for impl, values in found.items()}
 
 
 def render_controllers(results: dict[str, Any]) -> list[str]:
     rows = results.get("controllers") or []
     if not rows:
         return []
-    walls = by_impl([{**r, "impl": r["controller"]} for r in rows], "wall_seconds")
     first = rows[0]
-    reference = median(walls.get("sample-controller", [0.0]))
     lines = [
         f"## Controller: {first['foos']} Foos to available Deployments", "",
         f"{first['foos']} Foos of {first['replicas']} replica(s) created at once in a fresh "
         "namespace; wall time until every Foo's `status.availableReplicas` is right "
-        "(benchmarks/controller_bench.py). Both run 2 workers and sample-controller's "
-        "workqueue limiter (5 ms doubling per item, 50/s burst 300 overall). Client pacing: "
-        "client-go's defaults, which sample-controller keeps: its `rest.Config` leaves QPS at "
-        "zero, so each API group's REST client gets a 5/10 token bucket of its own (`core/v1` "
-        "for Events, `apps/v1` for Deployments, `samplecontroller.k8s.io` for Foos); our program "
-        "paces per API group the same way (`--kube-api-qps 5 --kube-api-burst 10`). Both write "
-        "Events from a thread of their own, so a sync does not wait for them.", "",
-        "| controller | wall time (runs) | median | vs sample-controller |",
-        "| --- | --- | --- | --- |",
+        "(benchmarks/controller_bench.py). Both use sample-controller's workqueue rate limiter "
+        "(`helpers.controller.foo_rate_limiter` copies it) and write Events from a thread of "
+        "their own. *Syncs* are the syncs that succeeded, counted in each controller's log "
+        "(both log every one). *Workers* are as each controller logged them; *QPS / burst* is "
+        "each API group's token bucket, as sample-controller logged it (its clients' "
+        "limiters, read back) and as ours was started (ours paces per API group, "
+        "`helpers.throttle`). sample-controller runs its own controller.go with a main.go "
+        "that takes the pacing as flags (benchmarks/go/_paced-sample-controller).", "",
+        "| pacing | controller | workers | QPS / burst | syncs (median) | wall time (runs) "
+        "| median (spread) | vs sample-controller |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]  # fmt: skip
-    for name, values in walls.items():
-        lines.append(
-            f"| {name} | {', '.join(f'{v:.1f}' for v in values)} s | **{median(values):.1f} s** "
-            f"| {ratio(median(values), reference)} |"
-        )
+    for pacing in dict.fromkeys(row["pacing"] for row in rows):
+        chosen = [row for row in rows if row["pacing"] == pacing]
+        walls: dict[str, list[float]] = {}
+        syncs: dict[str, list[int]] = {}
+        for row in chosen:
+            walls.setdefault(row["controller"], []).append(row["wall_seconds"])
+            if "syncs" in row:
+                syncs.setdefault(row["controller"], []).append(row["syncs"])
+        reference = median(walls.get("sample-controller", [0.0]))
+        for name, values in walls.items():
+            row = next(row for row in chosen if row["controller"] == name)
+            qps = f"{row['qps']:g}" if "qps" in row else "?"
+            synced = f"{median(syncs[name]):,.0f}" if name in syncs else "-"
+            lines.append(
+                f"| {pacing} | {name} | {row.get('workers', '?')} | {qps} / "
+                f"{row.get('burst', '?')} | {synced} | {', '.join(f'{v:.1f}' for v in values)} s "
+                f"| **{median(values):.1f} s** ({min(values):.1f}-{max(values):.1f}) "
+                f"| {ratio(median(values), reference)} |"
+            )
     return [*lines, ""]
 
 
@@ -475,67 +489,100 @@ def render_profile(results: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def write_results_md(text: str) -> None:
-    current = RESULTS_MD.read_text()
-    if BEGIN in current and END in current:
-        head, rest = current.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1]
-    else:
-        head, tail = current + "\n", ""
-    RESULTS_MD.write_text(f"{head}{BEGIN}\n\n{text}\n{END}{tail}")
+def render_steps(run: dict[str, Any]) -> list[str]:
+    """How long each step took, and the CPU time it cost the control plane and the benchmark."""
+    steps = run.get("steps") or {}
+    if not steps:
+        return []
+    lines = [
+        "## The run's steps", "",
+        "Wall time of each step, and the CPU time it cost the local control plane's processes "
+        "and the benchmark's own (the measuring processes and the Go programs). Where the "
+        "machine sets the pace, their sum over the cores is about what the step needs on an "
+        "idle machine; the controller runs are paced by their clients as well.", "",
+        "| step | wall time | control plane CPU | benchmark CPU |",
+        "| --- | --- | --- | --- |",
+    ]  # fmt: skip
+    for name, step in steps.items():
+        cluster = f"{step['cluster_cpu']:.0f} s" if "cluster_cpu" in step else "-"
+        lines.append(f"| {name} | {step['seconds']:.0f} s | {cluster} "
+                     f"| {step['benchmark_cpu']:.0f} s |")  # fmt: skip
+    return [*lines, ""]
 
 
-def refuse_clusters_not_the_courses() -> None:
-    """Before the first request: the benchmarks create 140,000 ConfigMaps and delete namespaces,
-    so they run only on a cluster the course created (or one named in CFS_ALLOW_CLUSTER)."""
-    from helpers.cluster.identity import require_course_cluster
-    from helpers.errors import CourseError
-
-    try:
-        require_course_cluster(doing="The benchmarks")
-    except CourseError as exc:
-        raise SystemExit(f"error: {exc.problem}\nnext step: {exc.next_step}") from None
+# -- README.md --------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=10_000)
-    parser.add_argument("--events", type=int, help="default: informer_bench.EVENTS")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument(
-        "--events-repeat", type=int, default=5,
-        help="events runs: each lasts well under a second, so the machine's load moves it most",
-    )  # fmt: skip
-    parser.add_argument(
-        "--scale", default="10000,30000,100000",
-        type=lambda text: [int(n) for n in text.split(",") if n],
-        help="object counts for the scaling table (comma-separated; empty to skip)",
-    )  # fmt: skip
-    parser.add_argument("--foos", type=int, default=200)
-    parser.add_argument("--replicas", type=int, default=1)
-    parser.add_argument("--controller-repeat", type=int, default=1)
-    parser.add_argument("--skip-controllers", action="store_true")
-    parser.add_argument("--skip-profile", action="store_true")
-    parser.add_argument("--render-only", action="store_true", help="rewrite from results.json")
-    parser.add_argument(
-        "--keep-objects", action="store_true",
-        help="keep the benchmark namespaces and their ConfigMaps (a second run starts sooner)",
-    )  # fmt: skip
-    args = parser.parse_args(argv)
-    if args.events is None:
-        from informer_bench import EVENTS  # (benchmarks/ is on the path)
+def readme_paragraph(results: dict[str, Any]) -> str:
+    """README's benchmark paragraph: the run, the targets, and the official client beside ours."""
+    run = results["run"]
+    changes = ", with uncommitted changes" if run.get("uncommitted_changes") else ""
+    lines = [
+        f"The recorded run: `{run['command']}` on {run['date']} (commit {run['commit'][:12]}"
+        f"{changes}; {run['backend']}, {run['cpus']} cores; it took {minutes(run['seconds'])}). "
+        "Medians of that run, ours first:",
+        "",
+        *render_verdicts(results),
+    ]
+    official = against_official(results)
+    if official:
+        lines += ["", official]
+    return "\n".join(lines)
 
-        args.events = EVENTS
-    if args.render_only:
-        results = json.loads(RESULTS_JSON.read_text())
-    else:
-        refuse_clusters_not_the_courses()
-        results = measure(args)
-        save(results)
-    write_results_md(render(results))
-    print(f"wrote {RESULTS_MD.relative_to(ROOT)} and {RESULTS_JSON.relative_to(ROOT)}")
-    return 0
+
+def against_official(results: dict[str, Any]) -> str:
+    """A sentence putting ours beside the official Python client, from the same run."""
+    parts = []
+    counts = sync_counts(results)
+    rows = at_count(results, counts[0]) if counts else []
+    times, memory = by_impl(rows, "sync_seconds"), by_impl(rows, "bytes_per_object")
+    if {"ours", "official"} <= times.keys():
+        parts.append(
+            f"the initial sync of {rows[0]['objects']:,} ConfigMaps took "
+            f"{ratio(median(times['ours']), median(times['official']))} its time"
+            + (f" and {ratio(median(memory['ours']), median(memory['official']))} its memory "
+               "per object" if {"ours", "official"} <= memory.keys() else "")
+        )  # fmt: skip
+    rates = by_impl(results.get("events") or [], "events_per_second")
+    if {"ours", "official"} <= rates.keys():
+        parts.append(
+            f"watch events reached a no-op handler at "
+            f"{ratio(median(rates['ours']), median(rates['official']))} its rate"
+        )
+    if not parts:
+        return ""
+    return f"Against the official Python client's informer in the same run: {'; '.join(parts)}."
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def between(text: str, begin: str, end: str, new: str) -> str:
+    """``text`` with what lies between the ``begin`` and ``end`` markers replaced by ``new``."""
+    if begin not in text or end not in text:
+        raise ValueError(f"the markers {begin!r} and {end!r} are missing")
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    return f"{head}{begin}\n\n{new}\n\n{end}{tail}"
+
+
+def results_md(results: dict[str, Any], current: str) -> str:
+    return between(current, BEGIN, END, render(results))
+
+
+def readme(results: dict[str, Any], current: str) -> str:
+    return between(current, README_BEGIN, README_END, readme_paragraph(results))
+
+
+def write(results: dict[str, Any]) -> None:
+    RESULTS_MD.write_text(results_md(results, RESULTS_MD.read_text()))
+    README.write_text(readme(results, README.read_text()))
+
+
+def main() -> None:
+    write(json.loads(RESULTS_JSON.read_text()))
+    print(f"wrote {RESULTS_MD.relative_to(ROOT)} and {README.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

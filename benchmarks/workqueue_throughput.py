@@ -10,7 +10,7 @@ Three shapes, each a few seconds long:
 The official Python client has no workqueue, so there is nothing to compare
 with; client-go's own benchmark is in Go and not comparable in absolute terms.
 
-Run: .venv/bin/python benchmarks/workqueue_throughput.py [--seconds 3] [--json]
+Run: .venv/bin/python -m benchmarks.workqueue_throughput [--seconds 3] [--json]
 """
 
 from __future__ import annotations

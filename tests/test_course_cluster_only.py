@@ -161,6 +161,25 @@ def test_the_benchmarks_refuse_it(
     assert decoy.connections == 0, f"the decoy received {decoy.connections} connection(s)"
 
 
+@pytest.mark.parametrize(
+    "entry_point",
+    [["informer_bench", "sync"], ["controller_bench"], ["conflict_drill"], ["forbidden_watch"],
+     ["profile_informer", "sync"]],
+    ids=lambda entry_point: entry_point[0],
+)  # fmt: skip
+def test_each_benchmark_run_alone_refuses_it(
+    entry_point: list[str], decoy: Decoy, learner_env: dict[str, str], tmp_path: Path
+) -> None:
+    """RESULTS.md gives each benchmark's own command: each checks before its first request."""
+    kubeconfig = write_decoy_kubeconfig(tmp_path / "work.kubeconfig", decoy.port)
+    command = [sys.executable, "-m", f"benchmarks.{entry_point[0]}", *entry_point[1:]]
+    result = run(command, {**learner_env, "KUBECONFIG": str(kubeconfig)})
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "is not one" in output and f"{ALLOW_ENV}={DECOY_CONTEXT}" in output, output
+    assert decoy.connections == 0, f"the decoy received {decoy.connections} connection(s)"
+
+
 def test_unit_tests_alone_still_run_beside_such_a_kubeconfig(
     decoy: Decoy, learner_env: dict[str, str]
 ) -> None:

@@ -1,0 +1,411 @@
+"""The benchmark report: every figure comes from results.json, and the recorded files agree with it.
+
+benchmarks/report.py writes RESULTS.md's measured part and README.md's
+benchmark paragraph from benchmarks/results.json. These tests need no cluster:
+they render a results dictionary made here (so each figure and verdict is
+known), check that the recorded RESULTS.md and README.md are exactly what the
+recorded results.json renders to, that results.json says what ran, and the
+bookkeeping around the benchmarks (the package imports nothing from tests/, a
+Go program documents only flags it has).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import controller_bench, informer_bench, report
+from helpers import listwatch
+
+ROOT = Path(__file__).resolve().parents[1]
+GO_H1 = "client-go (list, json, HTTP/1.1)"
+GO_STREAM_H1 = "client-go (stream, json, HTTP/1.1)"
+GO_PROTO = "client-go (list, protobuf, HTTP/2)"
+
+
+def sync_row(impl: str, repeat: int, seconds: float, memory: int, after: int | None,
+             http: str = "HTTP/1.1", count: int = 10_000) -> dict[str, Any]:  # fmt: skip
+    row = {"impl": impl, "objects": count + 1, "sync_seconds": seconds, "peak_rss_mib": 80.0,
+           "bytes_per_object": memory, "http": http, "connections_opened": 0, "count": count,
+           "repeat": repeat}  # fmt: skip
+    if after is not None:
+        row |= {"bytes_per_object_after_updates": after, "updated_objects": count // 5}
+    return row
+
+
+def event_row(impl: str, repeat: int, rate: int, http: str = "HTTP/1.1", **more: Any) -> dict:
+    seconds = 20_000 / rate
+    return {"impl": impl, "events": 20_000, "seconds": seconds, "events_per_second": rate,
+            "http": http, "connections_opened": 0, "repeat": repeat, **more}  # fmt: skip
+
+
+def results() -> dict[str, Any]:
+    """A run as benchmarks/run.py records it, with figures chosen so each verdict is known."""
+    sync = []
+    for repeat, (ours, list_h1, stream_h1) in enumerate([(0.30, 0.40, 0.60), (0.36, 0.30, 0.50)]):
+        sync += [
+            sync_row("ours", repeat, ours, 2_000, 2_300),
+            sync_row(GO_H1, repeat, list_h1, 2_200, 2_250),
+            sync_row(GO_STREAM_H1, repeat, stream_h1, 2_100, 2_200),
+            sync_row(informer_bench.GO_DEFAULT, repeat, 0.2, 2_150, 2_150, "HTTP/2"),
+            {"impl": "wire-json", "sync_seconds": 0.1, "bytes": 8_000_000, "limit": 500,
+             "client_cpu_seconds": 0.02, "http": "HTTP/1.1", "connections_opened": 0,
+             "count": 10_000, "repeat": repeat},
+        ]  # fmt: skip
+    events = []
+    figures = [(45_000, 30_000, 50_000), (40_000, 40_000, 40_000)]
+    for repeat, (ours, json_h1, wire) in enumerate(figures):
+        events += [
+            event_row("ours", repeat, ours, server_cpu_seconds=0.36),
+            event_row(GO_H1, repeat, json_h1, server_cpu_seconds=0.5),
+            event_row(GO_PROTO, repeat, 100_000, "HTTP/2", server_cpu_seconds=0.14),
+            event_row("wire-json", repeat, wire, client_cpu_seconds=0.1, frames=20_000),
+        ]
+    controllers = [
+        {"controller": name, "pacing": pacing, "workers": 2, "qps": qps, "burst": 10,
+         "foos": 200, "replicas": 1, "wall_seconds": wall, "repeat": repeat}
+        | ({"syncs": 400 + 10 * repeat} if name == "ours" else {})
+        for pacing, qps, walls in [("default", 5.0, {"ours": [80.0, 81.0, 79.0],
+                                                     "sample-controller": [80.5, 80.0, 90.0]}),
+                                   ("QPS 50", 50.0, {"ours": [20.0, 22.0, 21.0],
+                                                     "sample-controller": [18.0, 19.0, 20.0]})]
+        for name, runs in walls.items() for repeat, wall in enumerate(runs)
+    ]  # fmt: skip
+    return {
+        "run": {
+            "command": "benchmarks/run_all --scale 10000",
+            "commit": "0123456789abcdef" * 2,
+            "uncommitted_changes": False,
+            "date": "2026-12-04 10:00 UTC",
+            "backend": "local control plane",
+            "kubernetes": "v1.36.3",
+            "client_go": "v0.36.3",
+            "go": "go1.26.8",
+            "python": "3.11.7",
+            "kubernetes_python_client": "36.0.3",
+            "orjson": "3.13.0",
+            "cpus": 2,
+            "cpu": "AMD EPYC",
+            "memory_gib": 24,
+            "load": {"start": "0.50 0.40 0.30", "end": "1.50 0.90 0.50"},
+            "steps": {"events": {"seconds": 90.0, "benchmark_cpu": 60.0, "cluster_cpu": 80.0}},
+            "seconds": 600.0,
+        },
+        "sync": sync,
+        "events": events,
+        "event_updates": [
+            {
+                "since": "100",
+                "updates": 20_000,
+                "objects": 100,
+                "last_key": "bench-events/cm-00099",
+                "last_value": "e-19999",
+                "seconds": 20.0,
+            }
+        ],
+        "replay_fresh_seconds": 240.0,
+        "controllers": controllers,
+    }
+
+
+def test_each_target_is_judged_on_the_medians_with_the_runs_paired() -> None:
+    found = report.verdicts(results())
+    sync, memory, memory_after, events, events_read, default, qps50 = found
+    # Sync: ours 0.33 s against the faster client-go JSON listing at HTTP/1.1 (list: 0.35 s).
+    assert sync.measure == "initial sync of 10,001 ConfigMaps"
+    assert sync.result == f"0.94x: 0.330 s against 0.350 s, {GO_H1}; run by run 0.75x, 1.20x", (
+        sync.result
+    )
+    assert sync.met is True
+    # Memory: against the least client-go row (stream, 2,100 B), then after the updates.
+    assert memory.result.startswith(f"0.95x: 2,000 B against 2,100 B, {GO_STREAM_H1}")
+    assert memory.met is True
+    assert memory_after.measure.endswith("after 2,000 were updated through the watch")
+    assert memory_after.result.startswith(
+        f"1.07x: 2,300 B against 2,150 B, {informer_bench.GO_DEFAULT}"
+    )
+    assert memory_after.met is False and memory_after.answer == "**no**"
+    assert events.result == (
+        f"1.21x: 42,500/s against 35,000/s, {GO_H1}; run by run 1.50x, 1.00x "
+        "(beside client-go over protobuf: 0.42x)"
+    ), events.result
+    assert events.met is True
+    assert events_read.result.startswith("0.94x: 42,500/s against 45,000/s, the JSON read alone")
+    assert events_read.met is True  # at least 0.9x
+    assert default.measure == "Foo controller, 200 Foos to available, default pacing"
+    assert (
+        default.result
+        == "0.99x: 80.0 s against 80.5 s, sample-controller; run by run 0.99x, 1.01x, 0.88x"
+    )
+    assert default.met is True
+    assert qps50.result.startswith("1.11x: 21.0 s against 19.0 s") and qps50.met is False
+
+
+def test_a_missing_part_is_said_to_be_unmeasured() -> None:
+    data = results()
+    del data["controllers"], data["events"]
+    found = report.verdicts(data)
+    unmeasured = [v for v in found if v.met is None]
+    assert [v.measure for v in unmeasured] == [
+        "watch events a second to a no-op handler",
+        "watch events a second to a no-op handler",
+        "Foo controller, ? Foos to available, default pacing",
+        "Foo controller, ? Foos to available, QPS 50 pacing",
+    ]
+    assert all(v.answer == "not measured" and v.result == "-" for v in unmeasured)
+    text = report.render(data)  # renders without them
+    assert "## Watch events" not in text and "## Controller" not in text
+
+
+def test_the_tables_name_each_rows_http_version_and_put_the_read_only_rows_last() -> None:
+    text = report.render(results())
+    assert (
+        "| ours (managedFields stripped, json) | HTTP/1.1 | 0.300, 0.360 s | **0.330 s** "
+        "| 0.94x | 1.65x | 2,000 B | 2,300 B | 80.0 MiB |"
+    ) in text
+    assert f"| {informer_bench.GO_DEFAULT} | HTTP/2 | 0.200, 0.200 s |" in text
+    assert "| JSON read as ours reads it, nothing decoded | HTTP/1.1 | 0.100, 0.100 s |" in text
+    assert "| (nothing kept) | - | - |" in text
+    events = text[text.index("## Watch events") :]
+    assert events.index(GO_PROTO) < events.index("JSON read as ours reads it")
+    assert f"| {GO_PROTO} | HTTP/2 | 100,000 / 100,000 | **100,000** | 2.86x | - | 7.0 µs |" in (
+        events
+    )
+    assert "| JSON read as ours reads it, nothing decoded | HTTP/1.1 | 50,000 / 40,000 " in events
+    assert "| 1.29x | 5.0 µs | - |" in events  # 0.1 s of its CPU over 20,000 events
+    assert "| ours (managedFields stripped, json) | HTTP/1.1 | 45,000 / 40,000 | **42,500** |" in (
+        events
+    )
+    assert "20,000 updates to 100 ConfigMaps are made first (rounds made in this run: 1" in events
+    assert "ceiling" not in text  # the read-only rows bound no client
+
+
+def test_the_controller_table_gives_the_spread_and_what_each_ran_with() -> None:
+    text = "\n".join(report.render_controllers(results()))
+    ours = "| default | ours | 2 | 5 / 10 | 410 | 80.0, 81.0, 79.0 s | **80.0 s** (79.0-81.0) |"
+    assert f"{ours} 0.99x |" in text
+    sample = "| QPS 50 | sample-controller | 2 | 50 / 10 | - | 18.0, 19.0, 20.0 s |"
+    assert f"{sample} **19.0 s** (18.0-20.0) | 1.00x |" in text
+
+
+def test_what_the_report_says_about_the_run_comes_from_the_run() -> None:
+    data = results()
+    text = "\n".join(report.render_run(data["run"]))
+    assert (
+        "by `benchmarks/run_all --scale 10000` at commit 0123456789ab, on local control plane"
+        in (text)
+    )
+    assert "(with uncommitted changes)" not in text
+    assert "The run took 10.0 minutes (its steps are at the end)." in text
+    assert "| events | 90 s | 80 s | 60 s |" in "\n".join(report.render_steps(data["run"]))
+    assert "other work shared the machine" not in text  # the load stayed under the cores
+    data["run"]["load"]["end"] = "5.25 3.00 2.00"
+    data["run"]["backend"], data["run"]["cpus"] = "kind", 4
+    data["run"]["uncommitted_changes"] = True
+    text = "\n".join(report.render_run(data["run"]))
+    assert "on kind: 4 cores" in text and "(with uncommitted changes)" in text
+    assert "The 1-minute load reached 5.25 on 4 cores, so other work shared the machine" in text
+
+
+def test_the_connection_sentence_counts_the_runs_that_opened_one() -> None:
+    data = results()
+    assert "None of the 18 timed runs opened a connection while timed." in "\n".join(
+        report.render_connections(data)
+    )
+    data["events"][1]["connections_opened"] = 1
+    assert f"17 of 18 timed runs opened none while timed; these did: {GO_H1}." in "\n".join(
+        report.render_connections(data)
+    )
+
+
+def test_the_readme_paragraph_holds_the_targets_and_the_official_client() -> None:
+    data = results()
+    data["sync"] += [
+        sync_row("official", 0, 3.3, 8_000, None),
+        sync_row("official", 1, 3.3, 8_000, None),
+    ]
+    data["events"] += [event_row("official", 0, 8_500), event_row("official", 1, 8_500)]
+    text = report.readme_paragraph(data)
+    assert text.startswith(
+        "The recorded run: `benchmarks/run_all --scale 10000` on 2026-12-04 10:00 UTC (commit "
+        "0123456789ab; local control plane, 2 cores; it took 10.0 minutes)."
+    )
+    assert "| initial sync of 10,001 ConfigMaps | at most 1.0x client-go over JSON" in text
+    assert (
+        "Against the official Python client's informer in the same run: the initial sync of "
+        "10,001 ConfigMaps took 0.10x its time and 0.25x its memory per object; watch events "
+        "reached a no-op handler at 5.00x its rate."
+    ) in text
+
+
+def test_the_markers_are_replaced_and_what_is_around_them_kept() -> None:
+    text = f"intro\n{report.README_BEGIN}\nold\n{report.README_END}\nafter\n"
+    assert report.between(text, report.README_BEGIN, report.README_END, "new") == (
+        f"intro\n{report.README_BEGIN}\n\nnew\n\n{report.README_END}\nafter\n"
+    )
+    with pytest.raises(ValueError, match="markers"):
+        report.between("no markers here", report.BEGIN, report.END, "new")
+
+
+# -- the recorded files ---------------------------------------------------------------------------
+
+
+def recorded() -> dict[str, Any]:
+    return json.loads(report.RESULTS_JSON.read_text())
+
+
+def test_results_md_is_what_results_json_renders_to() -> None:
+    current = report.RESULTS_MD.read_text()
+    assert report.results_md(recorded(), current) == current, (
+        "benchmarks/RESULTS.md differs from what benchmarks/results.json renders to: "
+        "run `benchmarks/run_all --render-only`"
+    )
+
+
+def test_readmes_benchmark_paragraph_is_what_results_json_renders_to() -> None:
+    current = report.README.read_text()
+    assert report.readme(recorded(), current) == current, (
+        "README.md's benchmark paragraph differs from what benchmarks/results.json renders "
+        "to: run `benchmarks/run_all --render-only`"
+    )
+
+
+def test_results_json_says_what_ran_and_holds_no_temporary_paths() -> None:
+    data = recorded()
+    run = data["run"]
+    for fact in ("command", "commit", "backend", "kubernetes", "client_go", "go", "python",
+                 "cpus", "cpu", "memory_gib", "date", "seconds", "steps", "load"):  # fmt: skip
+        assert run.get(fact) not in (None, ""), fact
+    assert run["command"].startswith("benchmarks/run_all")
+    assert re.fullmatch(r"[0-9a-f]{40}", run["commit"]), run["commit"]
+    assert "/tmp" not in report.RESULTS_JSON.read_text()
+    assert all("http" in row and "connections_opened" in row for row in data["events"])
+
+
+def test_a_changed_figure_in_results_json_changes_the_files() -> None:
+    data = copy.deepcopy(recorded())
+    data["events"][0]["events_per_second"] += 1
+    assert report.results_md(data, report.RESULTS_MD.read_text()) != report.RESULTS_MD.read_text()
+
+
+# -- the bookkeeping around the benchmarks -------------------------------------------------------
+
+
+def test_the_benchmarks_import_nothing_from_tests() -> None:
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            for name in names:
+                assert name.split(".")[0] != "tests", f"{path.name} imports {name}"
+                assert name.split(".")[0] not in {
+                    p.stem for p in (ROOT / "benchmarks").glob("*.py")
+                }, f"{path.name} imports {name} as a top-level module, not from the package"
+
+
+GO_PROGRAMS = [
+    ROOT / "benchmarks/go/informerbench/main.go",
+    ROOT / "benchmarks/go/configmaps/main.go",
+    ROOT / "benchmarks/go/_paced-sample-controller/main.go",
+]
+
+
+@pytest.mark.parametrize("program", GO_PROGRAMS, ids=lambda path: path.parent.name)
+def test_a_go_programs_comment_names_only_flags_it_has(program: Path) -> None:
+    source = program.read_text()
+    comment = source.split("package main", 1)[0]
+    documented = set(re.findall(r"(?<![\w-])-([a-z][a-z0-9-]*)", comment))
+    defined = set(re.findall(r'flag\.\w+\((?:&[\w.]+, )?"([a-z0-9-]+)"', source))
+    assert documented, "the comment shows no command line"
+    assert documented <= defined, f"documented but not defined: {documented - defined}"
+
+
+def test_the_list_is_read_in_the_pieces_decode_list_reads() -> None:
+    assert informer_bench.LIST_READ == listwatch._Text.CHUNK
+
+
+def test_frames_are_counted_whole_however_the_bytes_are_cut() -> None:
+    frames = [b"x" * size for size in (0, 1, 255, 256, 70_000)]
+    wire = b"".join(len(frame).to_bytes(4, "big") + frame for frame in frames)
+    for step in (1, 3, 4096):
+        counted, pending = 0, b""
+        for at in range(0, len(wire), step):
+            found, pending = informer_bench.count_frames(pending + wire[at : at + step], "protobuf")
+            counted += found
+        assert (counted, pending) == (len(frames), b""), step
+    lines = b'{"type":"MODIFIED"}\n{"type":"MODIFIED","object":{"a":"b\\nc"}}\n{"type":'
+    assert informer_bench.count_frames(lines, "json") == (2, b'{"type":')
+
+
+def test_each_repeat_starts_with_another_informer() -> None:
+    order = [informer_bench.rotated(["a", "b", "c"], r) for r in range(4)]
+    assert order == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+    assert informer_bench.rotated([], 3) == []
+
+
+def test_each_client_go_variant_runs_as_its_label_says() -> None:
+    variant = informer_bench.GO[GO_H1]
+    command, environment = variant.command(Path("/bin/informerbench"), "-mode", "sync")
+    assert command == ["/bin/informerbench", "-mode", "sync", "-strip", "-content-type", "json",
+                       "-http1"]  # fmt: skip
+    assert environment["KUBE_FEATURE_WatchListClient"] == "false"
+    row = {"impl": "client-go", "list_mode": "list", "http": "HTTP/1.1"}
+    assert variant.check(row)["impl"] == GO_H1
+    with pytest.raises(RuntimeError, match="went over HTTP/2"):
+        variant.check({**row, "http": "HTTP/2"})
+    with pytest.raises(RuntimeError, match="listed by streaming"):
+        variant.check({**row, "list_mode": "streaming"})
+    assert informer_bench.GO_DEFAULT in informer_bench.GO_SYNC
+    assert all("list" in label for label in informer_bench.GO_EVENTS)
+
+
+def test_a_pacing_is_default_or_a_qps() -> None:
+    assert controller_bench.Pacing.parse("default").ours() == []
+    fifty = controller_bench.Pacing.parse("50")
+    assert (fifty.name, fifty.ours(), fifty.sample_controller()) == (
+        "QPS 50",
+        ["--kube-api-qps", "50"],
+        ["-kube-api-qps", "50"],
+    )
+    for wrong in ("fast", "0", "-5"):
+        with pytest.raises(Exception, match=r"pacing is 'default' or a QPS|above 0"):
+            controller_bench.Pacing.parse(wrong)
+
+
+def test_what_a_controller_ran_with_is_read_from_its_log() -> None:
+    ours, sample = controller_bench.controllers(Path("/bin/sc"), controller_bench.Pacing(50.0))
+    log = (
+        "I1204 03:47:29 foo-controller helpers.controller] Starting workers count=2\n"
+        "I1204 03:47:30 foo-controller helpers.controller] Successfully synced ns/foo-001\n"
+    )
+    assert ours.ran_with(log, controller_bench.Pacing(50.0)) == {
+        "workers": 2,
+        "syncs": 1,
+        "qps": 50.0,
+        "burst": 10,
+    }
+    log = (
+        'I1204 03:40:01.123456   12345 main.go:120] "Client pacing" qps=50 burst=10 '
+        "perAPIGroup=3\n"
+        'I1204 03:40:01.223456   12345 controller.go:177] "Starting workers" count=2\n'
+        'I1204 03:40:02.1   12345 controller.go:222] "Successfully synced" objectName="ns/foo"\n'
+        'I1204 03:40:02.2   12345 controller.go:222] "Successfully synced" objectName="ns/foo"\n'
+    )
+    assert sample.command == ["/bin/sc", "-kube-api-qps", "50"]
+    assert sample.ran_with(log, controller_bench.Pacing(50.0)) == {
+        "workers": 2,
+        "syncs": 2,
+        "qps": 50.0,
+        "burst": 10,
+        "token_buckets": 3,
+    }
