@@ -364,6 +364,11 @@ class ChainRecorder:
         with self._arrived:
             self._arrived.notify_all()
 
+    def _observed(self) -> int:
+        """How many observations have been recorded so far."""
+        with self._lock:
+            return len(self._observations)
+
     def observations(self, since: float = 0.0) -> list[Observation]:
         """Everything recorded at or after ``since`` (seconds since start), in arrival order."""
         with self._lock:
@@ -442,13 +447,22 @@ class ChainRecorder:
         since: float = 0.0,
         timeout: float = 60.0,
     ) -> list[Change]:
-        """Block until no change since ``since`` is pending and ``condition(changes)`` holds."""
+        """Block until no change since ``since`` is pending and ``condition(changes)`` holds.
+
+        ``condition`` may read the whole record too (:meth:`wait_settled` does):
+        a judgement counts only if nothing arrived while it was made, so the
+        changes returned are the ones it was made on. (The informers' threads
+        record without waiting for us; each arrival wakes us to judge again.)
+        """
         approved: list[Change] = []
 
         def satisfied() -> bool:
+            before = self._observed()
             changes = self.changes(since)
             if any(change.pending for change in changes) or not condition(changes):
                 return False
+            if self._observed() != before:
+                return False  # something arrived meanwhile: judge again on it
             approved[:] = changes
             return True
 

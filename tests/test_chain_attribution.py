@@ -14,11 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import kubernetes
 from nbval.plugin import get_sanitize_patterns
 
 from helpers.chain import (
     DEFAULT_STATUS_WRITERS,
     DELETED_BY_YOU,
+    ChainRecorder,
     Change,
     Observation,
     attribute,
@@ -30,6 +32,7 @@ from helpers.chain import (
     observed_changes,
     pod_counts,
     reporting_event,
+    state,
     step_of,
     summary,
     table,
@@ -535,3 +538,28 @@ def test_a_replay_grows_to_the_whole_chain_and_says_when_it_is_done() -> None:
     lanes._replay_from = time.monotonic() - 1.0
     lanes._draw()
     assert lanes._replayed.is_set()
+
+
+def deployment(available: int) -> dict:
+    status_fields = {"f:status": {"f:availableReplicas": {}, "f:updatedReplicas": {}}}
+    managed = [entry("kube-controller-manager", status_fields, "2026-12-04T00:00:00Z", "status")]
+    metadata = {"name": "web", "namespace": NS, "uid": "uid-web", "managedFields": managed}
+    status = {"availableReplicas": available, "updatedReplicas": available}
+    return {"metadata": metadata, "spec": {"replicas": available}, "status": status}
+
+
+def test_a_wait_returns_the_changes_its_condition_was_judged_on() -> None:
+    """An arrival while a condition is judged (the informers record from their own threads)
+    makes the wait judge again: the changes it returns then hold what the condition saw."""
+    recorder = ChainRecorder(kubernetes.client.ApiClient(), NS)  # never started: no request
+    recorder.record("Deployment", "updated", deployment(3), deployment(5))
+    judged: list[str] = []
+
+    def condition(changes: list[Change]) -> bool:
+        if not judged:  # the first judgement: the status update to 2 arrives meanwhile
+            recorder.record("Deployment", "updated", deployment(5), deployment(2))
+        judged.append(state(recorder.changes(), "Deployment", "web")["status.availableReplicas"])
+        return judged[-1] == "2"
+
+    changes = recorder.wait_for(condition, what="the whole record to say 2", timeout=0.5)
+    assert state(changes, "Deployment", "web")["status.availableReplicas"] == "2", judged
