@@ -1,10 +1,16 @@
-"""The Foo controller while the API server dies under it: it converges, with fewer conflicts paced.
+"""The Foo controller while the API server dies under it: it converges, paced or not.
 
 A 409 Conflict is what a write from a stale cached Foo gets: the controller
 retries the key and wins once its cache has caught up. The drill SIGKILLs and
 restarts the API server three times while 20 Foos are created and scaled;
-every Foo must still report its replicas, and pacing must keep the conflicts
-fewer than the same drill unpaced.
+every Foo must still report its replicas, and a paced client's requests never
+outrun its token bucket, restarts or not.
+
+How many conflicts a drill meets is not something the mechanism bounds: it
+depends on when each watch comes back relative to the writes. One CI run saw
+41 paced against 0 unpaced, the runs before it 9 against 268. So the test
+prints the counts and asserts neither them nor their order; the comparison
+lives in benchmarks/conflict_drill.py with its recorded results.
 
 The client is paced as client-go paces sample-controller's (helpers.throttle:
 QPS 5, burst 10, Retry-After obeyed). Unpaced, a stale key is retried as fast
@@ -17,6 +23,7 @@ sample-controller collects about 38 (benchmarks/conflict_drill.py, RESULTS.md).
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -38,7 +45,7 @@ from helpers.controller import (
 from helpers.faults.control_plane import local_cluster, restart_api_server
 from helpers.informer import SharedInformer
 from helpers.listwatch import ListWatch
-from helpers.throttle import throttle
+from helpers.throttle import Throttle, throttle
 from helpers.waiting import Objects, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -101,19 +108,51 @@ def all_available(replicas: dict[str, int]) -> Any:
     return check
 
 
-def restart_drill(
-    api: kubernetes.client.ApiClient, namespace: str, *, paced: bool
-) -> CountingClients:
+class Drill:
+    """What one drill saw: its counting clients and, paced, when each request left the bucket."""
+
+    def __init__(self, clients: CountingClients, bucket: Throttle | None) -> None:
+        self.clients = clients
+        self.bucket = bucket
+        self.sent: list[float] = []  # list.append is atomic: request threads append unlocked
+        if bucket is not None:
+            self.started = time.monotonic()  # the bucket is full now and has not been used
+            take_token = bucket.wait
+
+            def wait_and_note() -> float:
+                delay = take_token()
+                self.sent.append(time.monotonic())
+                return delay
+
+            bucket.wait = wait_and_note  # type: ignore[method-assign]
+
+    def requests_beyond_the_bucket(self) -> list[tuple[int, float]]:
+        """Each k-th request that left earlier than a full bucket allows (k <= burst + qps * t).
+
+        The bucket starts with ``burst`` tokens and earns ``qps`` a second, and a
+        request leaves only once its token exists, so by ``t`` seconds at most
+        ``burst + qps * t`` have left, Retry-After retries included (each takes a
+        token). One request of room for a timer that wakes a hair early."""
+        assert self.bucket is not None
+        qps, burst = self.bucket.qps, self.bucket.burst
+        return [
+            (k, round(at - self.started, 2))
+            for k, at in enumerate(sorted(self.sent), start=1)
+            if k > burst + 1 + qps * (at - self.started)
+        ]
+
+
+def restart_drill(api: kubernetes.client.ApiClient, namespace: str, *, paced: bool) -> Drill:
     """Run the controller on ``namespace`` through RESTARTS API server restarts while its Foos
-    are created and scaled; wait until every Foo reports its replicas; return its clients."""
+    are created and scaled; wait until every Foo reports its replicas; return what it saw."""
     cluster = local_cluster()
     custom = kubernetes.client.CustomObjectsApi(api)
     client = kube.connect()
-    if paced:
-        throttle(client)  # client-go's pacing: QPS 5, burst 10, Retry-After obeyed
+    bucket = throttle(client) if paced else None  # client-go's pacing: QPS 5, burst 10
     controller = new_controller(client, namespace)
     clients = controller.clients
     assert isinstance(clients, CountingClients)
+    drill = Drill(clients, bucket)
     stop = StopEvent()
     runner = threading.Thread(
         target=run_controller, args=(controller, 2, stop), name="foo-controller-main"
@@ -153,23 +192,24 @@ def restart_drill(
         f"{dict(clients.writes)}; reflector {controller.foo_informer.reflector!r}"
     )
     assert not runner.is_alive()
-    return clients
+    return drill
 
 
-def test_api_server_restarts_converge_and_pacing_keeps_conflicts_fewer(
+def test_api_server_restarts_converge_paced_and_unpaced_and_pacing_bounds_the_requests(
     api: kubernetes.client.ApiClient, namespace: str
 ) -> None:
-    """Both converge: that is what the mechanism guarantees. How many conflicts it takes moves
-    with the machine's load (13-24 paced on a quiet machine, 123 on one with a load of 12), so
-    the pacing is judged against the same drill unpaced, in the same run and on the same load,
-    instead of against a fixed count."""
+    """Both converge, and the paced client never sends faster than its bucket allows: those
+    are what the mechanism guarantees. The conflict counts are printed for the reader; they
+    move with timing (41 paced and 0 unpaced in one run, 9 and 268 in another)."""
     paced = restart_drill(api, namespace, paced=True)
     unpaced_namespace = namespaces.fresh_namespace(api, f"{namespace[:50]}-unpaced")
     try:
         unpaced = restart_drill(api, unpaced_namespace, paced=False)
     finally:
         namespaces.delete_namespace(api, unpaced_namespace)
-    paced_conflicts = sum(paced.conflicts.values())
-    unpaced_conflicts = sum(unpaced.conflicts.values())
-    print(f"conflicts: {paced_conflicts} paced against {unpaced_conflicts} unpaced")
-    assert paced_conflicts < unpaced_conflicts, (dict(paced.conflicts), dict(unpaced.conflicts))
+    print(
+        f"conflicts: {sum(paced.clients.conflicts.values())} paced against "
+        f"{sum(unpaced.clients.conflicts.values())} unpaced; paced requests: {len(paced.sent)}"
+    )
+    assert paced.sent, "the paced drill's requests did not go through its bucket"
+    assert paced.requests_beyond_the_bucket() == []
