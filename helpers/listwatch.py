@@ -343,7 +343,7 @@ def decode_list(
             text.step()
             while text.peek() != "]":
                 item = text.value()
-                items.append(_shared(transform(item) if transform is not None else item))
+                items.append(share_strings(transform(item) if transform is not None else item))
                 text.skip(",")
             text.step()
             result[key] = items
@@ -445,8 +445,14 @@ class _Text:
             raise json.JSONDecodeError("Extra data", self.text, self.index)
 
 
-def _shared(item: Any) -> Any:
-    """``item`` with every key interned, and the metadata values that repeat across objects."""
+def share_strings(item: Any) -> Any:
+    """``item`` with every key interned, and the metadata values that repeat across objects.
+
+    For anything a cache keeps: the items of a LIST (``decode_list``) and the
+    objects of ADDED and MODIFIED watch events (the reflector), each decoded on
+    its own. Without it, every object a watch replaced would hold its own copy
+    of every key, and a cache grows with each update it takes.
+    """
     item = _intern_keys(item)
     metadata = item.get("metadata") if isinstance(item, dict) else None
     if isinstance(metadata, dict):

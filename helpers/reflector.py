@@ -74,6 +74,7 @@ from helpers.listwatch import (
     ListerWatcher,
     Transform,
     WatchDisconnected,
+    share_strings,
 )
 
 log = logging.getLogger("helpers.reflector")
@@ -402,6 +403,8 @@ class Reflector:
         resource_version = (obj.get("metadata") or {}).get("resourceVersion")
         if self._transform is not None and kind in ("ADDED", "MODIFIED", "DELETED"):
             obj = self._transform(obj)
+        if kind in ("ADDED", "MODIFIED"):
+            obj = share_strings(obj)  # what the store keeps shares its keys, as a LIST's items do
         try:
             if kind == "ADDED":
                 self._sink.add(obj)

@@ -8,6 +8,7 @@ deleted their namespaces; the checks bring them back.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -39,9 +40,15 @@ def test_exercise_1_more_workers_against_one_bucket() -> None:
 
 
 def test_tokens_taken_follow_the_bucket_not_the_threads() -> None:
-    """The demonstration behind check 1: burst plus rate, for two threads or eight."""
+    """The demonstration behind check 1: burst plus rate, for two threads or eight.
+
+    What the bucket guarantees, however loaded the machine: the burst at once, and never
+    more than burst + qps * (the call's whole length), plus one for a timer's rounding."""
     for threads in (2, 8):
-        assert 10 + 5 * 1.0 - 2 <= ch08.tokens_taken(threads, 1.0) <= 10 + 5 * 1.0 + 2
+        started = time.monotonic()
+        taken = ch08.tokens_taken(threads, 1.0)
+        elapsed = time.monotonic() - started
+        assert 10 <= taken <= 10 + 5 * elapsed + 1, (threads, taken, elapsed)
 
 
 def _copied_from_08a(process: Any) -> str | None:

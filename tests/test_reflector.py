@@ -393,6 +393,46 @@ def test_list_items_get_kind_and_api_version() -> None:
     assert sink.objects["a"]["apiVersion"] == "v1"
 
 
+def test_watched_objects_share_their_keys_as_listed_ones_do() -> None:
+    """Each watch event is decoded on its own, so two updated objects arrive with separate
+    copies of every key; what the store keeps shares them (and the namespace), as a LIST's
+    items do. Without it the cache grew with every update (benchmarks/RESULTS.md)."""
+
+    def decoded(name: str, rv: int) -> dict[str, Any]:
+        # Built by concatenation and decoded alone: no string is shared before the reflector.
+        text = '{"metadata": {"name": "' + name + '", "namespace": "ns-' + "a" + '"'
+        text += ', "resourceVersion": "' + str(rv) + '"}, "data": {"colour": "' + "red" + '"}}'
+        return json.loads(text)
+
+    first, second = decoded("one", 2), decoded("two", 3)
+    assert next(iter(first["data"])) is not next(iter(second["data"]))  # not shared yet
+    source = FakeSource()
+    source.on_list = lambda call: pod_list(1, [])
+    streams = [
+        ScriptedStream(
+            [{"type": "ADDED", "object": first}, {"type": "MODIFIED", "object": second}], end=True
+        )
+    ]
+
+    def watch_once(call: WatchCall) -> ScriptedStream:
+        if streams:
+            return streams.pop()
+        raise EndOfScript  # the round would watch again: stop it there
+
+    source.on_watch = watch_once
+    sink = RecordingSink()
+    reflector = make_reflector(source, sink, min_watch_timeout=300.0)
+    with pytest.raises(EndOfScript):
+        reflector.list_and_watch()
+    one, two = sink.objects["one"], sink.objects["two"]
+    key = next(iter(one["data"]))
+    assert key is next(iter(two["data"]))
+    assert [k for k in one["metadata"]] == [k for k in two["metadata"]]
+    assert all(a is b for a, b in zip(one["metadata"], two["metadata"], strict=True))
+    assert one["metadata"]["namespace"] is two["metadata"]["namespace"]
+    assert one["data"]["colour"] is not two["data"]["colour"]  # data values are not shared
+
+
 def test_relist_uses_last_synced_rv__TestReflectorResyncWithResourceVersion() -> None:
     """reflector_test.go TestReflectorResyncWithResourceVersion: LIST RVs ["0", "10"]."""
     pods = [pod(f"pod-{i}", i) for i in range(8)]
