@@ -355,8 +355,14 @@ class TimelineRecorder:
         self.wait_for(done, f"a successful sync of {key} after t+{since:.3f}s", timeout)
         return next(s for s in self.syncs(key, since) if s.outcome in (SYNCED, SKIPPED))
 
-    def wait_saw(self, kind: str, name: str, version: str, timeout: float = 30.0) -> Sync:
+    def wait_saw(
+        self, kind: str, name: str, version: str, timeout: float = 30.0, *, failed: bool = True
+    ) -> Sync:
         """Wait for a finished sync that read ``version`` of ``kind`` ``name``, or a later one.
+
+        With ``failed=False``, only a sync that did not fail counts: the one that
+        acted on the change, when the first try met a 409 (another writer came
+        first) and its retry read the newer version.
 
         "Later" in the order the informer delivered the versions: a watch
         delivers an object's versions in the order they were written (and
@@ -371,7 +377,13 @@ class TimelineRecorder:
                 return None
             newer = set(order[order.index(version) :])
             return next(
-                (s for s in recorder.syncs() if s.ended is not None and s.seen.get(kind) in newer),
+                (
+                    s
+                    for s in recorder.syncs()
+                    if s.ended is not None
+                    and s.seen.get(kind) in newer
+                    and (failed or s.outcome != FAILED)
+                ),
                 None,
             )
 

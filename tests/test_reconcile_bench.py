@@ -34,6 +34,29 @@ def test_flaky_clients_never_fail_an_event() -> None:
     assert flaky.failed == 1
 
 
+def test_every_nth_write_fails_whatever_the_events_between() -> None:
+    """Syncs run one after another, each writing a Deployment, a status and an Event, with every
+    third write failing: the failures land on writes that may fail. Counting the Events would
+    put every third write on an Event and fail none (chapter 06's burst, seen in CI)."""
+    inner = RecordingClients()
+    flaky = FlakyClients(inner, fail_every=3)
+    foo = new_foo("test", 1)
+    failed = 0
+    for _ in range(6):
+        for write in (
+            lambda: flaky.update_foo_status("default", foo),
+            lambda: flaky.update_foo_status("default", foo),
+            lambda: flaky.record_event(foo, "Normal", "Synced", "Foo synced successfully"),
+        ):
+            try:
+                write()
+            except InjectedFailure:
+                failed += 1
+    print(f"18 writes, 12 that may fail, every third failing -> {failed} failed")
+    assert (failed, flaky.failed, flaky.writes) == (4, 4, 12)
+    assert len(inner.events) == 6, "every Event was written"
+
+
 @pytest.mark.parametrize(
     ("a", "b", "expected"),
     [("9", "10", -1), ("10", "9", 1), ("123", "123", 0), ("124", "123", 1), ("99", "100", -1)],

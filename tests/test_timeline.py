@@ -286,6 +286,19 @@ def test_wait_saw_follows_the_order_the_informer_delivered() -> None:
         recorder.wait_saw("Foo", "x", "12", timeout=0.05)
 
 
+def test_wait_saw_can_ask_for_the_sync_that_did_not_fail() -> None:
+    """A first try that met a 409 read the change too; the sync that acted on it is the retry."""
+    recorder = TimelineRecorder()
+    for version in ("12", "13"):
+        recorder._events.append(InformerEvent(0.0, "Deployment", "update", "x", version=version))
+    recorder._syncs.append(Sync("w", "ns/x", 0.1, 0.2, FAILED, seen={"Deployment": "12"}))
+    assert recorder.wait_saw("Deployment", "x", "12", timeout=0.05).outcome == FAILED
+    with pytest.raises(TimeoutError):
+        recorder.wait_saw("Deployment", "x", "12", timeout=0.05, failed=False)
+    recorder._syncs.append(Sync("w", "ns/x", 0.3, 0.4, SYNCED, seen={"Deployment": "13"}))
+    assert recorder.wait_saw("Deployment", "x", "12", timeout=0.05, failed=False).started == 0.3
+
+
 def test_detach_stops_recording_and_keeps_the_record() -> None:
     controller = controller_with(new_foo("test", 1))
     recorder = TimelineRecorder(controller)
