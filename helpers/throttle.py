@@ -45,6 +45,12 @@ DEFAULT_QPS = 5.0
 DEFAULT_BURST = 10
 """client-go's default when a rest.Config leaves Burst at zero."""
 
+DISCOVERY_BURST = 300
+"""The burst of client-go's discovery client when a rest.Config leaves Burst at zero."""
+
+DISCOVERY = "discovery"
+"""The bucket of the discovery requests (:func:`api_group`)."""
+
 MAX_RETRIES = 10
 """How many Retry-After answers one request obeys (client-go ``rest.Request``'s default)."""
 
@@ -128,6 +134,7 @@ def throttle_per_group(
     qps: float = DEFAULT_QPS,
     burst: int = DEFAULT_BURST,
     *,
+    discovery_burst: int = DISCOVERY_BURST,
     max_retries: int = MAX_RETRIES,
     clock: Clock | None = None,
 ) -> dict[str, Throttle]:
@@ -136,8 +143,11 @@ def throttle_per_group(
     What sample-controller gets: its ``rest.Config`` leaves ``QPS`` at zero, so
     ``kubernetes.NewForConfig`` makes no shared limiter and each API group's REST
     client (``core/v1``, ``apps/v1``, ``samplecontroller.k8s.io/v1alpha1``) makes
-    its own 5/10 bucket (client-go ``rest.RESTClientForConfigAndClient``).
-    Paths outside ``/api`` and ``/apis/<group>`` (``/version``) share the group "".
+    its own 5/10 bucket (client-go ``rest.RESTClientForConfigAndClient``). The
+    clientset's discovery client makes one more, with a burst of 300
+    (``discovery.setDiscoveryDefaults``): a discovery request (``/version``,
+    ``/apis/<group>/<version>``, see :func:`api_group`) spends none of a group's
+    tokens, so a startup check of the Foo API leaves the status writes all 10.
     """
     buckets: dict[str, Throttle] = {}
     lock = threading.Lock()
@@ -146,7 +156,8 @@ def throttle_per_group(
         group = api_group(url)
         with lock:
             if group not in buckets:
-                buckets[group] = Throttle(qps, burst, clock=clock)
+                size = discovery_burst if group == DISCOVERY else burst
+                buckets[group] = Throttle(qps, size, clock=clock)
             return buckets[group]
 
     _pace(api, bucket, max_retries)
@@ -154,9 +165,19 @@ def throttle_per_group(
 
 
 def api_group(url: str) -> str:
-    """The API group a request goes to: "" for ``/api/v1/...``, "apps" for ``/apis/apps/...``."""
-    parts = urllib.parse.urlsplit(url).path.split("/")
-    return parts[2] if len(parts) > 3 and parts[1] == "apis" else ""
+    """The API group a request goes to: "" for ``/api/v1/...``, "apps" for ``/apis/apps/...``.
+
+    :data:`DISCOVERY` for what client-go asks through its discovery client:
+    ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>``, ``/apis/<group>/<version>``
+    (the resources they serve), and any path outside ``/api`` and ``/apis``
+    (``/version``).
+    """
+    parts = urllib.parse.urlsplit(url).path.rstrip("/").split("/")
+    if len(parts) > 1 and parts[1] == "api":
+        return "" if len(parts) > 3 else DISCOVERY
+    if len(parts) > 1 and parts[1] == "apis":
+        return parts[2] if len(parts) > 4 else DISCOVERY
+    return DISCOVERY
 
 
 def _pace(

@@ -10,7 +10,15 @@ from kubernetes.client.exceptions import ApiException
 
 from helpers import kube
 from helpers.clock import FakeClock
-from helpers.throttle import Throttle, api_group, retry_after, throttle, throttle_per_group
+from helpers.throttle import (
+    DISCOVERY,
+    DISCOVERY_BURST,
+    Throttle,
+    api_group,
+    retry_after,
+    throttle,
+    throttle_per_group,
+)
 
 GUARD = 10.0
 
@@ -140,10 +148,29 @@ def test_an_error_without_retry_after_and_the_last_retry_are_raised() -> None:
     [("https://h:6443/api/v1/namespaces/a/events", ""),
      ("https://h:6443/apis/apps/v1/namespaces/a/deployments/web", "apps"),
      ("https://h/apis/samplecontroller.k8s.io/v1alpha1/foos?watch=true", "samplecontroller.k8s.io"),
-     ("https://h/version", ""), ("https://h/apis", "")],
+     ("https://h:6443/api/v1/namespaces", ""),
+     ("https://h/version", DISCOVERY), ("https://h/apis", DISCOVERY), ("https://h/api", DISCOVERY),
+     ("https://h/api/v1", DISCOVERY), ("https://h/apis/apps", DISCOVERY),
+     ("https://h/apis/samplecontroller.k8s.io/v1alpha1", DISCOVERY),
+     ("https://h/apis/samplecontroller.k8s.io/v1alpha1/", DISCOVERY)],
 )  # fmt: skip
 def test_the_api_group_of_a_request(url: str, group: str) -> None:
     assert api_group(url) == group
+
+
+def test_discovery_spends_none_of_a_groups_tokens() -> None:
+    """client-go asks discovery through a client of its own (burst 300): the program's check of
+    the Foo API, then 10 status writes, go at once; the eleventh write waits."""
+    clock = FakeClock()
+    api, sent = scripted_client(["ok"] * 12)
+    buckets = throttle_per_group(api, qps=5, burst=10, clock=clock)
+    api.rest_client.request("GET", "https://h/version")
+    api.rest_client.request("GET", "https://h/apis/x.io/v1")
+    for _ in range(10):
+        api.rest_client.request("PUT", "https://h/apis/x.io/v1/namespaces/a/foos/f/status")
+    assert len(sent) == 12 and sorted(buckets) == [DISCOVERY, "x.io"]
+    assert (buckets[DISCOVERY].burst, buckets[DISCOVERY].requests) == (DISCOVERY_BURST, 2)
+    assert (buckets["x.io"].requests, buckets["x.io"].waited) == (10, 0)
 
 
 def test_each_api_group_has_a_bucket_of_its_own() -> None:
