@@ -98,6 +98,7 @@ class Sync:
     error: str | None = None
     requeue_after: float | None = None  # set when it failed: the rate limiter's delay...
     requeued_at: float | None = None  # ...counted from here (a moment before ``ended``)
+    remembered: int | None = None  # the failures the rate limiter held for the key as it ended
     writes: list[Write] = field(default_factory=list)
     seen: dict[str, str] = field(default_factory=dict)  # kind -> the resourceVersion it read
 
@@ -251,6 +252,10 @@ class TimelineRecorder:
             if sync is None:  # it started before we attached
                 return
             sync.ended = self.now()
+            # Read here, between forget (or add_rate_limited) and done: a later read could meet
+            # the key's next sync, which may already have failed again.
+            queue = getattr(self.controller, "workqueue", None)
+            sync.remembered = None if queue is None else queue.num_requeues(key)
             sync.seen.update(getattr(self._answers, "read", {}))  # what it read, if it did
             self._answers.read = {}
             if error is not None:

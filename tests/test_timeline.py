@@ -171,6 +171,22 @@ def test_a_failed_write_is_reported_with_its_error() -> None:
     controller.workqueue.shut_down()
 
 
+def test_a_sync_notes_the_failures_the_limiter_remembers_as_it_ends() -> None:
+    """Read between forget (or add_rate_limited) and done: two failures, then a success."""
+    clients = RecordingClients()
+    controller = controller_with(new_foo("test", 1), clients=clients)
+    recorder = TimelineRecorder(controller)
+    clients.fail["update_foo_status"] = ApiException(status=409, reason="Conflict")
+    for _ in range(2):
+        controller.workqueue.add("default/test")
+        controller.process_next_work_item()
+    del clients.fail["update_foo_status"]
+    controller.workqueue.add("default/test")
+    controller.process_next_work_item()
+    assert [s.remembered for s in recorder.syncs()] == [1, 2, 0]
+    controller.workqueue.shut_down()
+
+
 # --- what the recorder makes of it ----------------------------------------------------------------
 
 
