@@ -14,13 +14,24 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import kubernetes
 import pytest
 
 from helpers import kube
 from helpers.cluster.info import describe
-from helpers.faults.control_plane import local_cluster, restart_api_server
+from helpers.cluster.local import LocalCluster
+from helpers.cluster.paths import CourseHome
+from helpers.errors import CourseError
+from helpers.faults.control_plane import (
+    API_SERVER,
+    STARTS,
+    kill_component,
+    local_cluster,
+    restart_api_server,
+    wait_until_api_ready,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -47,3 +58,52 @@ def test_a_drill_in_another_process_restarts_an_api_server_we_started(
     assert drill.returncode == 0, f"the second drill failed after {took:.0f} s:\n{drill.stderr}"
     assert cluster.running()["kube-apiserver"] != ours
     assert kube.raw_get(api, "/readyz") == "ok"
+
+
+def test_an_api_server_that_exits_after_starting_is_started_again(
+    api: kubernetes.client.ApiClient,
+) -> None:
+    """As a kubelet restarts a static Pod: the drill waits for /readyz, not for one process.
+
+    CI saw a drill wait 120 s on refused connections after starting the API server
+    again; whatever made that process exit, the drill now starts it again.
+    """
+    if describe().backend != "local":
+        pytest.skip("the drills stop and start the local control plane's API server")
+    cluster = local_cluster()
+    kill_component(cluster, API_SERVER)
+    cluster.start_component(API_SERVER)
+    kill_component(cluster, API_SERVER)  # it exits before it was ever ready
+    try:
+        wait_until_api_ready(cluster, timeout=90)
+    finally:
+        cluster.revive()
+    assert API_SERVER not in cluster.dead_components()
+    assert kube.raw_get(api, "/readyz") == "ok"
+
+
+class ExitsEveryTime(LocalCluster):
+    """A cluster whose API server exits whenever it is started (its log says why)."""
+
+    starts = 0
+
+    def dead_components(self) -> list[str]:
+        return [API_SERVER]
+
+    def start_component(self, component: str) -> int:
+        self.starts += 1
+        return 0
+
+
+def test_an_api_server_that_keeps_exiting_is_reported_with_its_log(tmp_path: Path) -> None:
+    cluster = ExitsEveryTime(CourseHome(tmp_path), "drill")
+    logs = cluster.kwok_dir / "logs"
+    logs.mkdir(parents=True)
+    (logs / f"{API_SERVER}.log").write_text("I starting\nE1204 failed to listen: address in use\n")
+    started = time.monotonic()
+    with pytest.raises(CourseError) as failed:
+        wait_until_api_ready(cluster, timeout=60)
+    assert time.monotonic() - started < 30, "it gives up once the process keeps exiting"
+    assert cluster.starts == STARTS - 1  # the drill's own start, then two more
+    assert f"it exited {STARTS} times" in str(failed.value)
+    assert "failed to listen: address in use" in str(failed.value)

@@ -14,7 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from helpers import kube
 from helpers.cluster.info import describe
-from helpers.cluster.local import LocalCluster
+from helpers.cluster.local import LocalCluster, tail
 from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
 
@@ -31,25 +31,50 @@ def local_cluster() -> LocalCluster:
     return LocalCluster(CourseHome.from_environment(), info.context.removeprefix("kwok-"))
 
 
+API_SERVER = "kube-apiserver"
+STARTS = 3
+"""How often a drill starts the API server before it gives up: a kubelet restarts a static Pod
+that exits, and so does a drill, twice at most (then the log says why it keeps exiting)."""
+LOG_LINES_IN_ERRORS = 12
+
+
 def wait_until_api_ready(cluster: LocalCluster, timeout: float = 120) -> None:
     """Ask /readyz until it says ok: a starting process announces nothing we could wait on.
 
     /version answers before every path is installed (a Foo created then gets 503);
-    /readyz waits for the post-start hooks, CRDs included.
+    /readyz waits for the post-start hooks, CRDs included. An API server that exits
+    while we wait is started again, as a kubelet restarts a static Pod, at most
+    :data:`STARTS` times in all; the error then quotes its log, and what /readyz
+    last answered, so a failed drill says why.
     """
     deadline = time.monotonic() + timeout
+    starts, last = 1, "nothing yet"
     while True:
         try:
-            if kube.raw_get(kube.connect(cluster.kubeconfig, probe_timeout=2), "/readyz") == "ok":
+            answer = kube.raw_get(kube.connect(cluster.kubeconfig, probe_timeout=2), "/readyz")
+            if answer == "ok":
                 return
-        except (CourseError, ApiException, urllib3.exceptions.HTTPError):
-            pass
+            last = f"/readyz answered {answer[:200]!r}"
+        except (CourseError, ApiException, urllib3.exceptions.HTTPError) as exc:
+            last = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        if API_SERVER in cluster.dead_components():
+            if starts >= STARTS:
+                raise _not_ready(cluster, f"it exited {starts} times after starting")
+            cluster.start_component(API_SERVER)
+            starts += 1
         if time.monotonic() >= deadline:
-            raise CourseError(
-                f"The API server was not ready within {timeout:.0f} s of starting again.",
-                "read its log: `python -m helpers.cluster logs --component kube-apiserver`.",
-            )
+            raise _not_ready(cluster, f"within {timeout:.0f} s; last: {last}")
         time.sleep(0.25)
+
+
+def _not_ready(cluster: LocalCluster, why: str) -> CourseError:
+    log = cluster.kwok_dir / "logs" / f"{API_SERVER}.log"
+    lines = tail(log, LOG_LINES_IN_ERRORS) if log.exists() else ["(no log)"]
+    return CourseError(
+        f"The API server was not ready after starting again ({why}). The end of its log:\n  "
+        + "\n  ".join(line[:300] for line in lines),
+        f"read the whole log: `python -m helpers.cluster logs --component {API_SERVER}`.",
+    )
 
 
 def kill_component(cluster: LocalCluster, component: str) -> None:
@@ -71,12 +96,12 @@ def restart_api_server(
     """Kill kube-apiserver (SIGKILL; ``graceful``: SIGTERM and wait), run ``while_down``, start
     it again, wait for /readyz, and revive what gave up meanwhile."""
     if graceful:
-        cluster.stop_component("kube-apiserver")
+        cluster.stop_component(API_SERVER)
     else:
-        kill_component(cluster, "kube-apiserver")
+        kill_component(cluster, API_SERVER)
     try:
         while_down()
     finally:
-        cluster.start_component("kube-apiserver")
+        cluster.start_component(API_SERVER)
         wait_until_api_ready(cluster)
         cluster.revive()  # as a kubelet would: components that exited meanwhile
