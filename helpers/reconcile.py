@@ -105,10 +105,9 @@ class FlakyClients:
     put every third write on its Event, and nothing would ever fail.
     ``fail_keys`` fails every write about those Foos (``"namespace/name"``);
     ``latency`` seconds pass before each write, as with a slow API server.
-    All three may change while
-    the controller runs. ``hold(verb, key)`` returns a :class:`Gate` that stops
-    the next such write until released. Events are slowed and held like any
-    write, but never failed (see the module's docstring).
+    All three may change while the controller runs. ``hold(verb, key)`` returns
+    a :class:`Gate` that stops the next such write until released. Events are
+    slowed and held like any write, but never failed (see the module's docstring).
     """
 
     def __init__(
@@ -143,7 +142,8 @@ class FlakyClients:
 
     def _before(self, verb: str, key: str, *, may_fail: bool = True) -> None:
         with self._lock:
-            self.writes += may_fail  # the writes "every Nth" counts
+            if may_fail:  # the writes "every Nth" counts
+                self.writes += 1
             gate = next((g for g in self._gates if (g.verb, g.key) == (verb, key)), None)
             if gate is not None:
                 self._gates.remove(gate)

@@ -217,10 +217,14 @@ class LocalCluster:
                 )
             print(f"==> cluster '{self.name}' is gone ({stopped} processes stopped).")
 
+    def log_file(self, component: str) -> Path:
+        """Where ``component`` writes its log (kwokctl's layout, kept when we restart it)."""
+        return self.kwok_dir / "logs" / f"{component}.log"
+
     def logs(self, component: str | None, lines: int) -> None:
         """Print the last ``lines`` lines of each component's log, and where the logs are."""
         folder = self.kwok_dir / "logs"
-        names = [name for name in self._component_names() if (folder / f"{name}.log").exists()]
+        names = [name for name in self._component_names() if self.log_file(name).exists()]
         if component is not None and component not in names:
             raise CourseError(
                 f"Cluster '{self.name}' has no log for a component named '{component}'.",
@@ -229,8 +233,8 @@ class LocalCluster:
         print(f"==> the logs of cluster '{self.name}' are in {folder}")
         print(f"    kwokctl's own log: {self.home.root / f'kwokctl-{self.name}.log'}")
         for name in [component] if component else names:
-            print(f"\n--- {name}: the last {lines} lines of {folder / f'{name}.log'}")
-            for line in tail(folder / f"{name}.log", lines):
+            print(f"\n--- {name}: the last {lines} lines of {self.log_file(name)}")
+            for line in tail(self.log_file(name), lines):
                 print(line)
 
     # -- which processes are ours ---------------------------------------------
@@ -362,8 +366,7 @@ class LocalCluster:
         component, so we replay the component's saved definition from kwok.yaml.
         """
         definition = self._component_definition(component)
-        log = self.kwok_dir / "logs" / f"{component}.log"
-        with log.open("a") as out:
+        with self.log_file(component).open("a") as out:
             process = subprocess.Popen(
                 [definition["binary"], *definition.get("args", [])],
                 cwd=definition.get("workDir", str(self.kwok_dir)),

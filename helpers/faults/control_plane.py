@@ -68,7 +68,7 @@ def wait_until_api_ready(cluster: LocalCluster, timeout: float = 120) -> None:
 
 
 def _not_ready(cluster: LocalCluster, why: str) -> CourseError:
-    log = cluster.kwok_dir / "logs" / f"{API_SERVER}.log"
+    log = cluster.log_file(API_SERVER)
     lines = tail(log, LOG_LINES_IN_ERRORS) if log.exists() else ["(no log)"]
     return CourseError(
         f"The API server was not ready after starting again ({why}). The end of its log:\n  "
