@@ -360,6 +360,27 @@ class TimelineRecorder:
         self.wait_for(done, f"a successful sync of {key} after t+{since:.3f}s", timeout)
         return next(s for s in self.syncs(key, since) if s.outcome in (SYNCED, SKIPPED))
 
+    def wait_dropped(self, key: str, since: float, timeout: float = 30.0) -> None:
+        """Wait until the Foo informer has delivered the delete of ``key`` (at or after
+        ``since``) and no sync of ``key`` is running.
+
+        From then on no sync can act for that Foo: the cache no longer holds it
+        (an informer updates its cache before it tells the handlers), so every
+        later sync of the key finds it gone. Until then, a sync may still
+        create its Deployment: the garbage collector can delete the Deployment
+        before our Foo informer hears that the Foo is gone, and that delete
+        enqueues the Foo through ``handle_object`` (chapter 05 meets it).
+        """
+
+        def dropped(recorder: TimelineRecorder) -> bool:
+            heard = any(
+                (event.kind, event.type, event.key) == (FOO_KIND, "delete", key)
+                for event in recorder.events(since)
+            )
+            return heard and all(sync.ended is not None for sync in recorder.syncs(key))
+
+        self.wait_for(dropped, f"the Foo informer to drop {key}, and its syncs to end", timeout)
+
     def wait_saw(
         self, kind: str, name: str, version: str, timeout: float = 30.0, *, failed: bool = True
     ) -> Sync:

@@ -27,9 +27,15 @@ from helpers.controller import (
     FOO_PLURAL,
     FOO_VERSION,
     FooController,
+    KubeClients,
     foo_body,
     run_controller,
 )
+from helpers.faults.stale_cache import stale_cache
+from helpers.held_watch import HeldListWatch
+from helpers.informer import SharedInformer
+from helpers.listwatch import ListWatch
+from helpers.timeline import TimelineRecorder
 from helpers.waiting import Objects, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -46,14 +52,18 @@ FOO_LIST = {"group": FOO_GROUP, "version": FOO_VERSION, "plural": FOO_PLURAL}
 
 
 @contextmanager
-def controller_running(api: kubernetes.client.ApiClient, namespace: str) -> Iterator[FooController]:
+def controller_running(
+    api: kubernetes.client.ApiClient, namespace: str, controller: FooController | None = None
+) -> Iterator[FooController]:
     """sample-controller's main.go in a thread: two workers until the block ends, then joined.
 
     Resync is off: every reaction a test sees must come from an event handler,
     not from main.go's 30 s resync, which would eventually paper over a missing
-    handler (and make the test take 30 s instead of failing).
+    handler (and make the test take 30 s instead of failing). A test that needs
+    other informers builds the ``controller`` itself.
     """
-    controller = FooController.new(api, namespace=namespace, resync_period=0)
+    if controller is None:
+        controller = FooController.new(api, namespace=namespace, resync_period=0)
     stop = StopEvent()
     errors: list[BaseException] = []
 
@@ -240,6 +250,70 @@ def test_foo_owns_a_deployment_that_follows_it(
             timeout=TIMEOUT,
             namespace=namespace,
         )
+
+
+def test_a_deployment_collected_before_its_foo_leaves_the_cache_is_made_again_and_collected(
+    api: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    """sample-controller's race, forced: the Foo informer hears nothing (its watch held) while
+    the Foo is deleted. The garbage collector deletes the Deployment; ``handle_object`` still
+    finds the Foo in the cache, so a sync creates the Deployment again, for a Foo that is
+    gone, and the collector deletes that one too. Once the informer has caught up and
+    ``TimelineRecorder.wait_dropped`` (what chapter 05 waits on) returns, nothing is created."""
+    apps = kubernetes.client.AppsV1Api(api)
+    custom = kubernetes.client.CustomObjectsApi(api)
+    foo_watch = HeldListWatch(api, f"/apis/{FOO_GROUP}/{FOO_VERSION}/namespaces/{namespace}/foos")
+    deployments_path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    controller = FooController(
+        KubeClients(api),
+        SharedInformer(foo_watch, name="foos", resync_period=0),
+        SharedInformer(ListWatch(api, deployments_path), name="deployments", resync_period=0),
+    )
+    recorder = TimelineRecorder(controller)
+    key = f"{namespace}/example-foo"
+
+    def created_since(since: float) -> list[float]:
+        return [
+            write.at
+            for write in recorder.writes(since)
+            if write.verb == "create Deployment" and write.error is None
+        ]
+
+    with controller_running(api, namespace, controller):
+        custom.create_namespaced_custom_object(
+            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, foo_body("example-foo", "example", 1)
+        )
+        wait_for(
+            apps.list_namespaced_deployment,
+            lambda d: "example" in d,
+            what="the controller to create Deployment example",
+            timeout=TIMEOUT,
+            namespace=namespace,
+        )
+        with stale_cache(foo_watch):
+            deleted_at = recorder.now()
+            custom.delete_namespaced_custom_object(
+                FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, "example-foo"
+            )
+            recorder.wait_for(
+                lambda _: created_since(deleted_at) != [],
+                "a Deployment created for the deleted Foo",
+                TIMEOUT,
+            )
+            with pytest.raises(TimeoutError):  # the informer has not heard of the deletion
+                recorder.wait_dropped(key, deleted_at, timeout=1.0)
+        recorder.wait_dropped(key, deleted_at, TIMEOUT)
+        dropped_at = recorder.now()
+        wait_for(
+            apps.list_namespaced_deployment,
+            lambda d: "example" not in d,
+            what="the garbage collector to delete the Deployment made for a deleted Foo",
+            timeout=TIMEOUT,
+            namespace=namespace,
+        )
+        assert created_since(deleted_at), "no Deployment was made after the Foo's deletion"
+        assert created_since(dropped_at) == [], "a Deployment was made after wait_dropped"
+    recorder.detach()
 
 
 def test_deployment_that_is_not_ours_gets_a_warning_event(
