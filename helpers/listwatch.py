@@ -446,7 +446,8 @@ class _Text:
 
 
 def share_strings(item: Any) -> Any:
-    """``item`` with every key interned, and the metadata values that repeat across objects.
+    """``item`` with every key interned, and the values that repeat across objects: its kind
+    and apiVersion, and in its metadata the namespace, creation time, labels and annotations.
 
     For anything a cache keeps: the items of a LIST (``decode_list``) and the
     objects of ADDED and MODIFIED watch events (the reflector), each decoded on
@@ -454,7 +455,12 @@ def share_strings(item: Any) -> Any:
     of every key, and a cache grows with each update it takes.
     """
     item = _intern_keys(item)
-    metadata = item.get("metadata") if isinstance(item, dict) else None
+    if not isinstance(item, dict):
+        return item
+    for field in ("kind", "apiVersion"):  # a watch's objects carry them; a LIST's items do not
+        if isinstance(item.get(field), str):
+            item[field] = sys.intern(item[field])
+    metadata = item.get("metadata")
     if isinstance(metadata, dict):
         for field in ("namespace", "creationTimestamp"):  # timestamps are to the second
             if isinstance(metadata.get(field), str):

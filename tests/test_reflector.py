@@ -395,17 +395,20 @@ def test_list_items_get_kind_and_api_version() -> None:
 
 def test_watched_objects_share_their_keys_as_listed_ones_do() -> None:
     """Each watch event is decoded on its own, so two updated objects arrive with separate
-    copies of every key; what the store keeps shares them (and the namespace), as a LIST's
-    items do. Without it the cache grew with every update (benchmarks/RESULTS.md)."""
+    copies of every key; what the store keeps shares them (and the namespace, the kind and
+    the apiVersion), as a LIST's items do. Without it the cache grew with every update
+    (benchmarks/RESULTS.md)."""
 
     def decoded(name: str, rv: int) -> dict[str, Any]:
         # Built by concatenation and decoded alone: no string is shared before the reflector.
-        text = '{"metadata": {"name": "' + name + '", "namespace": "ns-' + "a" + '"'
+        text = '{"kind": "Config' + "Map" + '", "apiVersion": "v' + "1" + '"'
+        text += ', "metadata": {"name": "' + name + '", "namespace": "ns-' + "a" + '"'
         text += ', "resourceVersion": "' + str(rv) + '"}, "data": {"colour": "' + "red" + '"}}'
         return json.loads(text)
 
     first, second = decoded("one", 2), decoded("two", 3)
     assert next(iter(first["data"])) is not next(iter(second["data"]))  # not shared yet
+    assert first["kind"] is not second["kind"] and first["apiVersion"] is not second["apiVersion"]
     source = FakeSource()
     source.on_list = lambda call: pod_list(1, [])
     streams = [
@@ -430,6 +433,8 @@ def test_watched_objects_share_their_keys_as_listed_ones_do() -> None:
     assert [k for k in one["metadata"]] == [k for k in two["metadata"]]
     assert all(a is b for a, b in zip(one["metadata"], two["metadata"], strict=True))
     assert one["metadata"]["namespace"] is two["metadata"]["namespace"]
+    assert (one["kind"], one["apiVersion"]) == ("ConfigMap", "v1")
+    assert one["kind"] is two["kind"] and one["apiVersion"] is two["apiVersion"]
     assert one["data"]["colour"] is not two["data"]["colour"]  # data values are not shared
 
 
