@@ -126,6 +126,17 @@ def ready_pods(pods: Objects) -> int:
     return sum(1 for p in pods.values() if ready(p) and not p["metadata"].get("deletionTimestamp"))
 
 
+def wait_deployment_gone(apps: kubernetes.client.AppsV1Api, namespace: str, name: str) -> None:
+    """Wait until the garbage collector has deleted Deployment ``name`` (its Foo is gone)."""
+    wait_for(
+        apps.list_namespaced_deployment,
+        lambda deployments: name not in deployments,
+        what=f"the garbage collector to delete Deployment {name}",
+        timeout=TIMEOUT,
+        namespace=namespace,
+    )
+
+
 # --- the tests -----------------------------------------------------------------------------------
 
 
@@ -243,13 +254,7 @@ def test_foo_owns_a_deployment_that_follows_it(
         custom.delete_namespaced_custom_object(
             FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, "example-foo"
         )
-        wait_for(
-            apps.list_namespaced_deployment,
-            lambda d: "example" not in d,
-            what="the garbage collector to delete Deployment example",
-            timeout=TIMEOUT,
-            namespace=namespace,
-        )
+        wait_deployment_gone(apps, namespace, "example")
 
 
 def test_a_deployment_collected_before_its_foo_leaves_the_cache_is_made_again_and_collected(
@@ -262,7 +267,8 @@ def test_a_deployment_collected_before_its_foo_leaves_the_cache_is_made_again_an
     ``TimelineRecorder.wait_dropped`` (what chapter 05 waits on) returns, nothing is created."""
     apps = kubernetes.client.AppsV1Api(api)
     custom = kubernetes.client.CustomObjectsApi(api)
-    foo_watch = HeldListWatch(api, f"/apis/{FOO_GROUP}/{FOO_VERSION}/namespaces/{namespace}/foos")
+    foo_path = f"/apis/{FOO_GROUP}/{FOO_VERSION}/namespaces/{namespace}/{FOO_PLURAL}"
+    foo_watch = HeldListWatch(api, foo_path)
     deployments_path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
     controller = FooController(
         KubeClients(api),
@@ -304,13 +310,7 @@ def test_a_deployment_collected_before_its_foo_leaves_the_cache_is_made_again_an
                 recorder.wait_dropped(key, deleted_at, timeout=1.0)
         recorder.wait_dropped(key, deleted_at, TIMEOUT)
         dropped_at = recorder.now()
-        wait_for(
-            apps.list_namespaced_deployment,
-            lambda d: "example" not in d,
-            what="the garbage collector to delete the Deployment made for a deleted Foo",
-            timeout=TIMEOUT,
-            namespace=namespace,
-        )
+        wait_deployment_gone(apps, namespace, "example")
         assert created_since(deleted_at), "no Deployment was made after the Foo's deletion"
         assert created_since(dropped_at) == [], "a Deployment was made after wait_dropped"
     recorder.detach()
