@@ -724,6 +724,7 @@ class SharedInformer:
                         )
                 if self._next_check is not None and self._clock.now() >= self._next_check:
                     self._resync()
+            del delta  # before waiting: a ReplacedAll delta holds every object, idle or not
 
     def _apply(self, delta: Delta) -> None:
         """client-go ``processDeltas``: the cache first, then the handlers."""
