@@ -8,7 +8,10 @@ namespace (each asking for R replicas), and time until every Foo's
 controller creates a Deployment per Foo, kube-controller-manager makes its
 ReplicaSet and Pods, the scheduler places them on the kwok nodes, kwok marks
 them Ready, the Deployment reports them available, and the controller copies
-that into the Foo's status. Only the controller differs.
+that into the Foo's status. Only the controller differs. Both watch the run's
+namespace only (ours: ``--namespace``; sample-controller-paced: ``-namespace``,
+informer factories made with client-go's ``informers.WithNamespace``), so
+neither caches another run's objects.
 
 Both run 2 workers and sample-controller's workqueue rate limiter
 (``helpers.controller.foo_rate_limiter`` copies it), at one client pacing for
@@ -135,8 +138,8 @@ class Controller:
     """How to start one controller, and how to read what it ran with."""
 
     name: str
-    command: list[str]
-    namespaced: bool  # takes --namespace (ours); sample-controller watches every namespace
+    command: list[str]  # both take --namespace and then watch that namespace only (Go's flag
+    # package reads -namespace and --namespace alike)
 
     def ran_with(self, log: str, pacing: Pacing) -> dict[str, Any]:
         """Workers and client pacing, as the log says (else as the command line set them).
@@ -161,10 +164,10 @@ class Controller:
 def controllers(sample_controller: Path | None, pacing: Pacing) -> list[Controller]:
     """Ours, and sample-controller when its binary is given, at ``pacing``."""
     ours = [sys.executable, "-m", "helpers.program", "--workers", str(WORKER_COUNT)]
-    found = [Controller("ours", [*ours, *pacing.ours()], namespaced=True)]
+    found = [Controller("ours", [*ours, *pacing.ours()])]
     if sample_controller is not None:
         command = [str(sample_controller), *pacing.sample_controller()]
-        found.append(Controller("sample-controller", command, namespaced=False))
+        found.append(Controller("sample-controller", command))
     return found
 
 
@@ -172,7 +175,8 @@ def clear(api: kubernetes.client.ApiClient, namespace: str) -> None:
     """Delete ``namespace``, and wait until its Pods and Foos are gone (not the namespace itself).
 
     The next run needs the kwok nodes free (their 220 Pods) and no Foo of this
-    run left (sample-controller watches every namespace); it does not need the
+    run left (sample-controller-paced watches every namespace when it is not
+    given one, as in benchmarks/conflict_drill.py); it does not need the
     namespace object gone. Waiting for that would cost every run half a minute:
     the namespace controller lets a namespace go only once its Pods' grace
     period (30 s) has passed. So, the controller being stopped, the Foos are
@@ -207,8 +211,8 @@ def run_once(
     launched = time.monotonic()
     with log_file.open("w") as log:
         process = subprocess.Popen(
-            [*controller.command, "--kubeconfig", str(kube.default_kubeconfig())]
-            + (["--namespace", namespace] if controller.namespaced else []),
+            [*controller.command, "--kubeconfig", str(kube.default_kubeconfig()),
+             "--namespace", namespace],
             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
         )  # fmt: skip
     try:

@@ -2,7 +2,7 @@
 // clients' pacing as flags, so benchmarks/controller_bench.py can run it at
 // another QPS than client-go's default, as it runs the course's program.
 //
-//	sample-controller-paced -kubeconfig PATH [-kube-api-qps 50] [-kube-api-burst 10]
+//	sample-controller-paced -kubeconfig PATH [-namespace NS] [-kube-api-qps 50] [-kube-api-burst 10]
 //
 // The controller itself is upstream's: this file is not built where it lies
 // (the leading "_" keeps the go command away from the folder).
@@ -23,6 +23,11 @@
 // -kube-api-qps set, this program therefore builds the core/v1 and apps/v1
 // clients with a bucket each (perGroupClientset), so both controllers still
 // pace the same way; a -kube-api-burst left at 0 is client-go's default.
+//
+// -namespace limits its informers to one namespace, as the course's program
+// does with --namespace (sample-controller's main.go watches every namespace;
+// informers.WithNamespace is client-go's option for this). So two controllers
+// can run side by side in two namespaces, each seeing only its own Foos.
 //
 // It logs "Client pacing" with the QPS its REST clients' limiters were
 // given, read back from them, so the caller records what ran.
@@ -88,6 +93,7 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "path to a kubeconfig")
 	qps := flag.Float64("kube-api-qps", 0, "requests a second, per REST client (0: client-go's default)")
 	burst := flag.Int("kube-api-burst", 0, "requests at once above it, per REST client (0: client-go's default)")
+	namespace := flag.String("namespace", "", "the one namespace to watch (empty: every namespace)")
 	klog.InitFlags(nil)
 	flag.Parse()
 
@@ -115,8 +121,10 @@ func main() {
 	}
 	logPacing(logger, config, kubeClient, fooClient)
 
-	kubeFactory := kubeinformers.NewSharedInformerFactory(kubeClient, resync)
-	fooFactory := informers.NewSharedInformerFactory(fooClient, resync)
+	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
+		kubeinformers.WithNamespace(*namespace))
+	fooFactory := informers.NewSharedInformerFactoryWithOptions(fooClient, resync,
+		informers.WithNamespace(*namespace))
 	controller := NewController(ctx, kubeClient, fooClient,
 		kubeFactory.Apps().V1().Deployments(),
 		fooFactory.Samplecontroller().V1alpha1().Foos())
