@@ -46,6 +46,9 @@ MEMORY_TARGET = 1.0  # at most, against client-go (the least of its rows)
 EVENTS_TARGET = 1.0  # at least, against client-go over JSON at the same HTTP version
 EVENTS_WIRE_TARGET = 0.9  # at least, against the JSON read-only row
 CONTROLLER_TARGET = 1.0  # at most, against sample-controller
+RUN_MINUTES_TARGET = 20  # at most, for the whole run as benchmarks/run_all makes it by default
+FULL_RUN = "benchmarks/run_all"
+"""The command of the run the time target is about: every part, at the default sizes."""
 
 NAMES = {
     "ours": "ours (managedFields stripped, json)",
@@ -218,7 +221,26 @@ def verdicts(results: dict[str, Any]) -> list[Verdict]:
             outcome[1] if outcome else "-",
             None if outcome is None else outcome[0] <= CONTROLLER_TARGET,
         ))  # fmt: skip
+    found.append(run_time(results.get("run") or {}))
     return found
+
+
+def run_time(run: dict[str, Any]) -> Verdict:
+    """The whole run's wall time; judged only for the default run (a shorter one says so)."""
+    target = f"under {RUN_MINUTES_TARGET} minutes, the whole default run"
+    if "seconds" not in run:
+        return Verdict("benchmarks/run_all's run time", target, "-", None)
+    took = minutes(run["seconds"])
+    if run.get("command") != FULL_RUN:
+        return Verdict("benchmarks/run_all's run time", target,
+                       f"{took} for `{run.get('command')}`, not the default run", None)  # fmt: skip
+    steps = run.get("steps") or {}
+    longest = max(steps, key=lambda name: steps[name]["seconds"], default=None)
+    if longest is not None:
+        share = steps[longest]["seconds"]
+        took += f" ({longest}: {share:,.0f} s of it)"
+    return Verdict("benchmarks/run_all's run time", target, took,
+                   run["seconds"] < RUN_MINUTES_TARGET * 60)  # fmt: skip
 
 
 def render_verdicts(results: dict[str, Any]) -> list[str]:

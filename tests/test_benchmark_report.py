@@ -116,7 +116,7 @@ def results() -> dict[str, Any]:
 
 def test_each_target_is_judged_on_the_medians_with_the_runs_paired() -> None:
     found = report.verdicts(results())
-    sync, memory, memory_after, events, events_read, default, qps50 = found
+    sync, memory, memory_after, events, events_read, default, qps50, run_time = found
     # Sync: ours 0.33 s against the faster client-go JSON listing at HTTP/1.1 (list: 0.35 s).
     assert sync.measure == "initial sync of 10,001 ConfigMaps"
     assert sync.result == f"0.94x: 0.330 s against 0.350 s, {GO_H1}; run by run 0.75x, 1.20x", (
@@ -145,6 +145,23 @@ def test_each_target_is_judged_on_the_medians_with_the_runs_paired() -> None:
     )
     assert default.met is True
     assert qps50.result.startswith("1.11x: 21.0 s against 19.0 s") and qps50.met is False
+    # A shorter run than the default one says how long it took and is not judged.
+    assert (
+        run_time.result
+        == "10.0 minutes for `benchmarks/run_all --scale 10000`, not the default run"
+    )
+    assert run_time.met is None
+
+
+@pytest.mark.parametrize(("seconds", "met"), [(1_199.0, True), (1_200.0, False), (1_500.0, False)])
+def test_the_whole_default_run_is_judged_against_twenty_minutes(seconds: float, met: bool) -> None:
+    data = results()
+    steps = {"controllers": {"seconds": 810.0}, "events": {"seconds": 90.0}}
+    data["run"] |= {"command": "benchmarks/run_all", "seconds": seconds, "steps": steps}
+    verdict = report.verdicts(data)[-1]
+    assert verdict.measure == "benchmarks/run_all's run time"
+    assert verdict.result == f"{seconds / 60:.1f} minutes (controllers: 810 s of it)"
+    assert verdict.met is met
 
 
 def test_a_missing_part_is_said_to_be_unmeasured() -> None:
@@ -157,8 +174,11 @@ def test_a_missing_part_is_said_to_be_unmeasured() -> None:
         "watch events a second to a no-op handler",
         "Foo controller, ? Foos to available, default pacing",
         "Foo controller, ? Foos to available, QPS 50 pacing",
+        "benchmarks/run_all's run time",
     ]
-    assert all(v.answer == "not measured" and v.result == "-" for v in unmeasured)
+    assert all(v.answer == "not measured" for v in unmeasured)
+    assert all(v.result == "-" for v in unmeasured[:-1])
+    assert unmeasured[-1].result.endswith("not the default run")  # its time is said, not judged
     text = report.render(data)  # renders without them
     assert "## Watch events" not in text and "## Controller" not in text
 
