@@ -15,8 +15,8 @@ updates in each round:
 ``no-handler-thread``
     updates handed to the handler on the processing thread (one hop left);
 ``one-thread``
-    the reflector applies each change to the cache and calls the handler
-    itself (no hop).
+    once the first list is in the cache, the reflector applies each change
+    to the cache and calls the handler itself (no hop).
 
 The last two are measurement variants, made in the child process by
 replacing two private methods (:func:`reshape`); the course has neither.
@@ -71,8 +71,10 @@ def reshape(shape: str) -> None:
         fifo, course_push = self.fifo, self.fifo._push
 
         def push(delta: informer.Delta) -> None:
-            if delta.type == informer.REPLACED_ALL:
-                course_push(delta)  # the list still goes through the processing thread
+            if delta.type == informer.REPLACED_ALL or not self.synced.is_set():
+                # The list, and whatever follows it until it is in the cache, still go
+                # through the processing thread: an update must not overtake the list.
+                course_push(delta)
                 return
             with self._lock:
                 self._apply(delta)

@@ -26,8 +26,8 @@
 //
 // -namespace limits its informers to one namespace, as the course's program
 // does with --namespace (sample-controller's main.go watches every namespace;
-// informers.WithNamespace is client-go's option for this). So two controllers
-// can run side by side in two namespaces, each seeing only its own Foos.
+// informers.WithNamespace is client-go's option for this), so it caches only
+// the Foos and Deployments of the run it is timed on.
 //
 // It logs "Client pacing" with the QPS its REST clients' limiters were
 // given, read back from them, so the caller records what ran.
