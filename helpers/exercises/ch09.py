@@ -109,9 +109,13 @@ class WritesIntoTheCache(FooController):
 class IgnoresDeploymentChanges(FooController):
     """Exercise 4: only a Deployment's add and delete reach the Foo; its updates do not.
 
-    Creating, repairing and scaling still work, since they start from the Foo.
-    But the Deployment's status changes (Pods becoming available) never wake
-    the Foo up, so its status stays what it was at the last Foo event.
+    Creating, repairing a deleted Deployment and scaling the Foo still work,
+    since they start from a Foo event or a Deployment's add or delete. But a
+    Deployment changed behind the Foo's back (scaled by hand) is left as it is,
+    and its status changes (Pods becoming available) never wake the Foo up, so
+    its status stays what it was at the last sync. That sync may come late
+    enough to read the Pods available, so only a change to the Deployment alone
+    shows the bug every time.
     """
 
     def handle_deployment_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
@@ -135,8 +139,10 @@ HINTS = {
     "that its key is retried?",
     "3": "keep a deep copy of the Foo you put in the cache, run one sync, and compare the cached "
     "Foo (outcome.controller.foos_lister) with the copy",
-    "4": "on this cluster the Pods become available (kube-controller-manager and kwok): wait "
-    "for the Foo's status.availableReplicas to reach its replicas",
+    "4": "change the Deployment alone, once the Foo has converged: scale it to 1 yourself "
+    "(AppsV1Api.patch_namespaced_deployment), then wait until it is back at the Foo's replicas "
+    "with that many Pods available (kube-controller-manager and kwok make them), and the Foo "
+    "says so",
 }
 
 WHAT = {

@@ -61,12 +61,16 @@ def test_3(controller_class: type[FooController]) -> None:
 def test_4(
     controller_class: type[FooController], api: kubernetes.client.ApiClient, namespace: str
 ) -> None:
-    """The Foo's status follows its Deployment's available replicas.
+    """A Deployment scaled behind its Foo's back comes back, and the Foo reports its Pods.
 
-    envtest could not answer this: there, no Pod ever becomes available. Here
-    kube-controller-manager makes the Pods and kwok makes them Ready; once the
-    Deployment reports 2 available, the Foo must say so too, soon.
+    Only the Deployment changes here, so only its update can wake the
+    controller: nothing about the Foo changes, so no Foo event can hide the bug
+    (waiting for the first Pods to become available could: a sync woken by the
+    controller's own status write may happen to read them). And envtest could
+    not answer it: there, no Pod ever becomes available. Here
+    kube-controller-manager makes the Pods and kwok makes them Ready.
     """
+    apps = kubernetes.client.AppsV1Api(api)
     with ControllerUnderTest(api, namespace, controller_class=controller_class, run="ex4") as run:
         run.create_foo("follows", 2)
         run.wait_converged("follows")
@@ -75,4 +79,20 @@ def test_4(
             return ((obj or {}).get("status") or {}).get("availableReplicas")
 
         run.wait_until(lambda: available(run.deployment("follows-deployment")) == 2, "Pods")
-        run.wait_until(lambda: available(run.foo("follows")) == 2, "the Foo to follow", timeout=10)
+        scaled = apps.patch_namespaced_deployment(
+            "follows-deployment", namespace, {"spec": {"replicas": 1}}
+        )
+
+        def put_back() -> bool:
+            deployment = run.deployment("follows-deployment") or {}
+            metadata, status = deployment.get("metadata") or {}, deployment.get("status") or {}
+            return (
+                metadata.get("generation", 0) > scaled.metadata.generation  # changed after ours
+                and deployment["spec"]["replicas"] == 2
+                and status.get("observedGeneration") == metadata["generation"]
+                and available(deployment) == 2
+                and available(run.foo("follows")) == 2
+            )
+
+        run.wait_until(put_back, "the Deployment back at 2 available Pods, and the Foo saying so",
+                       timeout=20)  # fmt: skip
