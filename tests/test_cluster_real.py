@@ -92,3 +92,19 @@ def test_deployment_becomes_available_and_pods_are_replaced(
     )
     assert victim not in after
     assert len(ready_pods(after)) == 3
+
+
+def test_kube_controller_manager_runs_with_the_courses_pacing() -> None:
+    """kwokctl passes CONTROLLER_MANAGER_ARGS on: the running process has each flag."""
+    from helpers.cluster.backends import local_cluster
+    from helpers.cluster.local import CONTROLLER_MANAGER_ARGS
+    from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
+
+    cluster = local_cluster(CourseHome.from_environment(), DEFAULT_CLUSTER_NAME)
+    if cluster is None:
+        pytest.skip("not the local control plane (kind-config.yaml is checked in test_kind_config)")
+    pid = cluster.running()["kube-controller-manager"]
+    with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+        arguments = cmdline.read().decode().split("\0")
+    for key, value in CONTROLLER_MANAGER_ARGS:
+        assert f"--{key}={value}" in arguments

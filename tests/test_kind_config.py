@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from helpers.cluster.build import KUBERNETES
-from helpers.cluster.local import API_SERVER_ARGS
+from helpers.cluster.local import API_SERVER_ARGS, CONTROLLER_MANAGER_ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKER = ROOT / "cluster" / "go" / "kindcheck"
@@ -80,3 +80,11 @@ def test_kind_and_local_give_the_api_server_the_same_extra_flags(decoded: dict) 
     (cluster_configuration,) = [p for p in patches if p["kind"] == "ClusterConfiguration"]
     kind_args = {a["name"]: a["value"] for a in cluster_configuration["apiServer"]["extraArgs"]}
     assert kind_args == dict(API_SERVER_ARGS)
+
+
+def test_kind_and_local_pace_kube_controller_manager_alike(decoded: dict) -> None:
+    """The controller benchmark and chapters 06-08 wait on its controllers at the same pace."""
+    patches = [yaml.safe_load(text) for text in decoded["cluster"]["kubeadmConfigPatches"]]
+    (cluster_configuration,) = [p for p in patches if p["kind"] == "ClusterConfiguration"]
+    manager = cluster_configuration["controllerManager"]["extraArgs"]
+    assert {a["name"]: a["value"] for a in manager} == dict(CONTROLLER_MANAGER_ARGS)
