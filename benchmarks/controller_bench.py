@@ -33,6 +33,14 @@ records what ran: the workers and the QPS and burst, from the controllers' own
 log lines where they print them ("Starting workers", sample-controller's
 "Client pacing"), else from the command line.
 
+Every Deployment also waits on kube-controller-manager, whose deployment and
+ReplicaSet controllers each send at most so many requests a second. The course's
+cluster raises their pace from 20 to 100 (``CONTROLLER_MANAGER_ARGS`` in
+helpers/cluster/local.py, and kind-config.yaml): at 20, 200 Foos took 47-48 s
+at QPS 50 for either controller, the time kube-controller-manager needed; at
+100 they take 12-13 s and the controllers set it. run_all records the flags it
+ran with.
+
 The cluster's two kwok workers hold 110 Pods each, so N x R stays under 220.
 Needs the local control plane (``make up``; KUBECONFIG as
 ``python -m helpers.cluster kubeconfig`` prints).

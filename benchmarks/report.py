@@ -439,6 +439,15 @@ def micros_per_event(rows: list[dict[str, Any]], field: str) -> dict[str, float]
     return {impl: median(values) / events[impl] * 1e6 for impl, values in found.items()}
 
 
+def controller_manager_sentence(run: dict[str, Any]) -> str:
+    """What paced kube-controller-manager, whose controllers every Foo's Deployment waits on."""
+    pacing = run.get("controller_manager_pacing")
+    if not pacing:
+        return ""
+    return (f" Every Deployment then waits on kube-controller-manager's deployment and "
+            f"ReplicaSet controllers, which ran with {pacing} (each controller's client).")
+
+
 def render_controllers(results: dict[str, Any]) -> list[str]:
     rows = results.get("controllers") or []
     if not rows:
@@ -455,7 +464,8 @@ def render_controllers(results: dict[str, Any]) -> list[str]:
         "each API group's token bucket, as sample-controller logged it (its clients' "
         "limiters, read back) and as ours was started (ours paces per API group, "
         "`helpers.throttle`). sample-controller runs its own controller.go with a main.go "
-        "that takes the pacing as flags (benchmarks/go/_paced-sample-controller).", "",
+        "that takes the pacing as flags (benchmarks/go/_paced-sample-controller)."
+        + controller_manager_sentence(results.get("run", {})), "",
         "| pacing | controller | workers | QPS / burst | syncs (median) | wall time (runs) "
         "| median (spread) | vs sample-controller |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",

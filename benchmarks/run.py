@@ -87,6 +87,22 @@ def backend() -> str:
     return {"local": "local control plane", "kind": "kind"}.get(found or "", found or "unknown")
 
 
+def controller_manager_pacing() -> str | None:
+    """kube-controller-manager's client pacing flags, read from the local control plane's process.
+
+    The controller benchmark's Deployments wait on its controllers' requests, so
+    the rows depend on it. None when it cannot be read (kind, another cluster).
+    """
+    from benchmarks.cluster import control_plane_pids
+
+    pid = control_plane_pids().get("kube-controller-manager")
+    if pid is None:
+        return None
+    arguments = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    flags = [a for a in arguments if a.startswith(("--kube-api-qps=", "--kube-api-burst="))]
+    return " ".join(flags) or "its defaults (--kube-api-qps=20 --kube-api-burst=30)"
+
+
 def run_facts(argv: list[str]) -> dict[str, Any]:
     """What a reader needs to trace the figures back: command, commit, versions, machine, date."""
     import kubernetes
@@ -107,6 +123,7 @@ def run_facts(argv: list[str]) -> dict[str, Any]:
         "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no")),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "backend": backend(),
+        "controller_manager_pacing": controller_manager_pacing(),
         "kubernetes": server,
         "client_go": gobuild.BENCHMARK_PROGRAMS.version(),
         "go": go.stdout.strip(),

@@ -214,6 +214,14 @@ def test_the_controller_table_gives_the_spread_and_what_each_ran_with() -> None:
     assert f"{sample} **19.0 s** (18.0-20.0) | 1.00x |" in text
 
 
+def test_the_controller_section_says_how_kube_controller_manager_was_paced() -> None:
+    data = results()
+    assert "kube-controller-manager" not in "\n".join(report.render_controllers(data))
+    data["run"]["controller_manager_pacing"] = "--kube-api-qps=100 --kube-api-burst=100"
+    text = "\n".join(report.render_controllers(data))
+    assert "which ran with --kube-api-qps=100 --kube-api-burst=100 (each controller's" in text
+
+
 def test_what_the_report_says_about_the_run_comes_from_the_run() -> None:
     data = results()
     text = "\n".join(report.render_run(data["run"]))
@@ -300,7 +308,8 @@ def test_results_json_says_what_ran_and_holds_no_temporary_paths() -> None:
     data = recorded()
     run = data["run"]
     for fact in ("command", "commit", "backend", "kubernetes", "client_go", "go", "python",
-                 "cpus", "cpu", "memory_gib", "date", "seconds", "steps", "load"):  # fmt: skip
+                 "cpus", "cpu", "memory_gib", "date", "seconds", "steps", "load",
+                 "controller_manager_pacing"):  # fmt: skip
         assert run.get(fact) not in (None, ""), fact
     assert run["command"].startswith("benchmarks/run_all")
     assert re.fullmatch(r"[0-9a-f]{40}", run["commit"]), run["commit"]
