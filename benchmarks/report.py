@@ -444,8 +444,10 @@ def controller_manager_sentence(run: dict[str, Any]) -> str:
     pacing = run.get("controller_manager_pacing")
     if not pacing:
         return ""
-    return (f" Every Deployment then waits on kube-controller-manager's deployment and "
-            f"ReplicaSet controllers, which ran with {pacing} (each controller's client).")
+    return (
+        " Every Deployment then waits on kube-controller-manager's deployment and "
+        f"ReplicaSet controllers, which ran with {pacing} (each controller's client)."
+    )
 
 
 def render_controllers(results: dict[str, Any]) -> list[str]:
