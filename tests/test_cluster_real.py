@@ -13,6 +13,9 @@ from typing import Any
 import kubernetes
 import pytest
 
+from helpers.cluster.backends import local_cluster
+from helpers.cluster.local import CONTROLLER_MANAGER_ARGS
+from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
 from helpers.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -96,10 +99,6 @@ def test_deployment_becomes_available_and_pods_are_replaced(
 
 def test_kube_controller_manager_runs_with_the_courses_pacing() -> None:
     """kwokctl passes CONTROLLER_MANAGER_ARGS on: the running process has each flag."""
-    from helpers.cluster.backends import local_cluster
-    from helpers.cluster.local import CONTROLLER_MANAGER_ARGS
-    from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
-
     cluster = local_cluster(CourseHome.from_environment(), DEFAULT_CLUSTER_NAME)
     if cluster is None:
         pytest.skip("not the local control plane (kind-config.yaml is checked in test_kind_config)")

@@ -58,8 +58,8 @@ API_SERVER_ARGS = (("watch-cache-sizes", "podtemplates#0"),)
 # for most of a minute, whatever the controller that made them does, so a
 # controller run at QPS 50 would measure kube-controller-manager's pacing, not
 # its own (benchmarks/controller_bench.py). Kubernetes' own scalability jobs
-# raise it to 100 (burst 100) for the same reason; kind-config.yaml passes the
-# same flags.
+# raise it to 100 (burst 100), so that their load is not held back by it
+# either; kind-config.yaml passes the same flags.
 CONTROLLER_MANAGER_ARGS = (("kube-api-qps", "100"), ("kube-api-burst", "100"))
 NODES_READY_TIMEOUT_SECONDS = 120
 
