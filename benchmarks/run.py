@@ -94,12 +94,12 @@ def controller_manager_pacing() -> str | None:
     the rows depend on it. None when it cannot be read (kind, another cluster).
     """
     from benchmarks.cluster import control_plane_pids
+    from helpers.cluster.processes import command_line
 
     pid = control_plane_pids().get("kube-controller-manager")
     if pid is None:
         return None
-    arguments = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-    flags = [a for a in arguments if a.startswith(("--kube-api-qps=", "--kube-api-burst="))]
+    flags = [a for a in command_line(pid) if a.startswith(("--kube-api-qps=", "--kube-api-burst="))]
     return " ".join(flags) or "its defaults (--kube-api-qps=20 --kube-api-burst=30)"
 
 

@@ -16,6 +16,7 @@ import pytest
 from helpers.cluster.backends import local_cluster
 from helpers.cluster.local import CONTROLLER_MANAGER_ARGS
 from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
+from helpers.cluster.processes import command_line
 from helpers.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -102,8 +103,6 @@ def test_kube_controller_manager_runs_with_the_courses_pacing() -> None:
     cluster = local_cluster(CourseHome.from_environment(), DEFAULT_CLUSTER_NAME)
     if cluster is None:
         pytest.skip("not the local control plane (kind-config.yaml is checked in test_kind_config)")
-    pid = cluster.running()["kube-controller-manager"]
-    with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-        arguments = cmdline.read().decode().split("\0")
+    arguments = command_line(cluster.running()["kube-controller-manager"])
     for key, value in CONTROLLER_MANAGER_ARGS:
         assert f"--{key}={value}" in arguments

@@ -74,17 +74,18 @@ def test_checker_rejects_an_unknown_field(tmp_path: Path) -> None:
     assert "apiServerAdress" in result.stderr
 
 
-def test_kind_and_local_give_the_api_server_the_same_extra_flags(decoded: dict) -> None:
-    """Chapters behave alike on both backends only if the API servers are configured alike."""
+def extra_args(decoded: dict, component: str) -> dict[str, str]:
+    """The flags kind-config.yaml's ClusterConfiguration patch gives ``component``."""
     patches = [yaml.safe_load(text) for text in decoded["cluster"]["kubeadmConfigPatches"]]
     (cluster_configuration,) = [p for p in patches if p["kind"] == "ClusterConfiguration"]
-    kind_args = {a["name"]: a["value"] for a in cluster_configuration["apiServer"]["extraArgs"]}
-    assert kind_args == dict(API_SERVER_ARGS)
+    return {a["name"]: a["value"] for a in cluster_configuration[component]["extraArgs"]}
+
+
+def test_kind_and_local_give_the_api_server_the_same_extra_flags(decoded: dict) -> None:
+    """Chapters behave alike on both backends only if the API servers are configured alike."""
+    assert extra_args(decoded, "apiServer") == dict(API_SERVER_ARGS)
 
 
 def test_kind_and_local_pace_kube_controller_manager_alike(decoded: dict) -> None:
     """The controller benchmark and chapters 06-08 wait on its controllers at the same pace."""
-    patches = [yaml.safe_load(text) for text in decoded["cluster"]["kubeadmConfigPatches"]]
-    (cluster_configuration,) = [p for p in patches if p["kind"] == "ClusterConfiguration"]
-    manager = cluster_configuration["controllerManager"]["extraArgs"]
-    assert {a["name"]: a["value"] for a in manager} == dict(CONTROLLER_MANAGER_ARGS)
+    assert extra_args(decoded, "controllerManager") == dict(CONTROLLER_MANAGER_ARGS)
