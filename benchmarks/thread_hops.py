@@ -21,7 +21,12 @@ updates in each round:
 The last two are measurement variants, made in the child process by
 replacing two private methods (:func:`reshape`); the course has neither.
 
-Run: .venv/bin/python -m benchmarks.thread_hops [--rounds 5] [--events 20000]
+``--decoder orjson`` runs every shape with :mod:`helpers.fastjson` installed
+(informer_bench's "ours with helpers.fastjson" row) instead of the standard
+library's :mod:`json` that the chapters use: how close a shape comes to the
+JSON read alone once decoding is as cheap as this project makes it.
+
+Run: .venv/bin/python -m benchmarks.thread_hops [--rounds 5] [--events 20000] [--decoder orjson]
 """
 
 from __future__ import annotations
@@ -39,6 +44,17 @@ from helpers import kube
 
 SHAPES = ("course", "no-handler-thread", "one-thread")
 WIRE = "the JSON read alone"
+DECODERS = {"json": "ours", "orjson": "ours-fastjson"}
+"""Which informer_bench row each decoder runs: the chapters' json, or helpers.fastjson."""
+
+
+def prepare(shape: str, decoder: str) -> str:
+    """Shape this process's informer; the informer_bench impl that decodes with ``decoder``.
+
+    ``informer_bench.measure_events`` installs the decoder that impl names.
+    """
+    reshape(shape)
+    return DECODERS[decoder]
 
 
 def reshape(shape: str) -> None:
@@ -96,7 +112,7 @@ def per_event(row: dict[str, Any]) -> float:
     return row["client_cpu_seconds"] / row["events"] * 1e6
 
 
-def measure(rounds: int, events: int) -> list[dict[str, Any]]:
+def measure(rounds: int, events: int, decoder: str) -> list[dict[str, Any]]:
     """Each round: fresh updates, then every shape and the wire row once, in rotated order."""
     from helpers.cluster import gobuild
 
@@ -115,7 +131,7 @@ def measure(rounds: int, events: int) -> list[dict[str, Any]]:
             if name == WIRE:
                 row = informer_bench.run_python("_wire_events", "--wire-format", "json", *replay)
             else:
-                row = run_child("_events", "--shape", name, *replay)
+                row = run_child("_events", "--shape", name, "--decoder", decoder, *replay)
             row = {"shape": name, "round": number, **row}
             print(json.dumps(row), file=sys.stderr, flush=True)
             rows.append(row)
@@ -146,17 +162,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=informer_bench.EVENTS)
     parser.add_argument("--shape", choices=SHAPES, help="_events: which shape")
     parser.add_argument("--since", help="_events: the resourceVersion the updates follow")
+    parser.add_argument("--decoder", choices=list(DECODERS), default="json")
     args = parser.parse_args(argv)
     refuse_clusters_not_the_courses()  # before the first request
     if args.command == "_events":
-        reshape(args.shape)
+        impl = prepare(args.shape, args.decoder)
         informer_bench.emit(
             informer_bench.measure_events(
-                "ours", informer_bench.EVENTS_NAMESPACE, args.since, args.events
+                impl, informer_bench.EVENTS_NAMESPACE, args.since, args.events
             )
         )
         return 0
-    print(table(measure(args.rounds, args.events)))
+    print(f"Shapes decoding with {args.decoder}:")
+    print(table(measure(args.rounds, args.events, args.decoder)))
     return 0
 
 

@@ -2,7 +2,8 @@
 
 Each shape is made in a child process (it replaces methods of the informer's
 class), which runs an informer over tests/test_reflector.py's FakeSource and
-prints the name of the thread the handler heard an update on.
+prints the name of the thread the handler heard an update on, and which
+decoder ``--decoder`` left installed.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
 import sys, threading
-from benchmarks.thread_hops import reshape
-reshape(sys.argv[1])
+from benchmarks import informer_bench
+from benchmarks.thread_hops import prepare
+impl = prepare(sys.argv[1], sys.argv[2])
+informer_bench.use_fast_json(impl)  # as measure_events does
+from helpers import fastjson
 from helpers.informer import SharedInformer, wait_for_cache_sync
 from tests.test_informer import informer_on
 from tests.test_reflector import FakeSource
@@ -34,10 +38,11 @@ with informer:
     assert wait_for_cache_sync(informer, timeout=10)
     source.modify("pod1")
     assert heard.wait(10), "no update reached the handler"
-print(threads[0])
+print(threads[0], "orjson" if fastjson.installed() else "json")
 """
 
 
+@pytest.mark.parametrize("decoder", ["json", "orjson"])
 @pytest.mark.parametrize(
     ("shape", "thread"),
     [
@@ -46,11 +51,11 @@ print(threads[0])
         ("one-thread", "reflector-hops"),
     ],
 )
-def test_each_shape_calls_the_handler_on_its_thread(shape: str, thread: str) -> None:
+def test_each_shape_calls_the_handler_on_its_thread(shape: str, thread: str, decoder: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, shape],
+        [sys.executable, "-c", CHILD, shape, decoder],
         capture_output=True, text=True, cwd=ROOT, timeout=60, check=False,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == thread
+    assert done.stdout.split() == [thread, decoder]
