@@ -15,12 +15,14 @@ import ast
 import copy
 import json
 import re
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchmarks import controller_bench, informer_bench, report
+from benchmarks import controller_bench, informer_bench, report, sync_timeline
 from helpers import listwatch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,6 +222,18 @@ def test_the_controller_section_says_how_kube_controller_manager_was_paced() -> 
     data["run"]["controller_manager_pacing"] = "--kube-api-qps=100 --kube-api-burst=100"
     text = "\n".join(report.render_controllers(data))
     assert "which ran with --kube-api-qps=100 --kube-api-burst=100 (each controller's" in text
+
+
+def test_the_controller_section_says_when_the_foos_were_created() -> None:
+    data = results()
+    assert "Started workers" not in "\n".join(report.render_controllers(data))
+    for row in data["controllers"]:
+        row["settle_seconds"] = 2.0 if row["pacing"] == "default" else 0.2
+    text = "\n".join(report.render_controllers(data))
+    assert (
+        "The Foos are created 2 s at default pacing, 0.2 s at QPS 50 pacing after the "
+        'controller logged "Started workers" (burst / QPS)'
+    ) in text
 
 
 def test_what_the_report_says_about_the_run_comes_from_the_run() -> None:
@@ -438,3 +452,36 @@ def test_what_a_controller_ran_with_is_read_from_its_log() -> None:
         "burst": 10,
         "token_buckets": 3,
     }
+
+
+def test_a_bucket_refills_its_burst_in_burst_over_qps_seconds() -> None:
+    assert controller_bench.Pacing.parse("default").refill_seconds() == 2.0  # 10 at 5 a second
+    assert controller_bench.Pacing.parse("50").refill_seconds() == 0.2  # the burst stays 10
+
+
+def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the log clock never saw the line"
+        time.sleep(0.005)
+
+
+def test_the_sync_timeline_times_each_sync_line_as_it_is_written(tmp_path: Path) -> None:
+    with sync_timeline.LogClock(tmp_path) as clock:
+        log = (tmp_path / "run.log").open("w")
+        log.write('"Started workers"\n"Successfully synced" objectName="ns/foo-1"\n')
+        log.flush()
+        until(lambda: len(clock.synced_at) == 1)
+        log.write("I1205 Successfully synced ns/foo-2\nI1205 Successfully syn")
+        log.flush()
+        until(lambda: len(clock.synced_at) == 2)
+        log.write("ced ns/foo-3\n")  # a line read in two pieces counts once, when it ends
+        log.close()
+        until(lambda: len(clock.synced_at) == 3)
+    assert clock.synced_at == sorted(clock.synced_at)
+    times = [0.1 * n for n in range(1, 451)]
+    assert sync_timeline.marks(times) == {
+        "sync 1": 0.1, "sync 20": 2.0, "sync 400": 40.0, "last sync": 45.0,
+    }  # fmt: skip
+    assert sync_timeline.marks([0.5, 0.7]) == {"sync 1": 0.5, "last sync": 0.7}
+    assert sync_timeline.parse_settles("0,refill,1.5") == [0.0, None, 1.5]
