@@ -457,8 +457,8 @@ def settle_sentence(rows: list[dict[str, Any]]) -> str:
         return ""
     waits = ", ".join(f"{seconds:g} s at {pacing} pacing" for pacing, seconds in settles.items())
     return (
-        f' The Foos are created {waits} after the controller logged "Started workers" '
-        "(burst / QPS): by then its token buckets are full again, whatever its informers' "
+        ' The Foos are created burst / QPS after the controller logged "Started workers" '
+        f"({waits}): by then its token buckets are full again, whatever its informers' "
         "first requests took from them (ours lists, then watches; sample-controller streams "
         "its first list, one request fewer), so both start from the same client state."
     )

@@ -231,8 +231,8 @@ def test_the_controller_section_says_when_the_foos_were_created() -> None:
         row["settle_seconds"] = 2.0 if row["pacing"] == "default" else 0.2
     text = "\n".join(report.render_controllers(data))
     assert (
-        "The Foos are created 2 s at default pacing, 0.2 s at QPS 50 pacing after the "
-        'controller logged "Started workers" (burst / QPS)'
+        'The Foos are created burst / QPS after the controller logged "Started workers" '
+        "(2 s at default pacing, 0.2 s at QPS 50 pacing): by then its token buckets are full"
     ) in text
 
 
