@@ -339,7 +339,14 @@ def render_sync(results: dict[str, Any], count: int) -> list[str]:
         "after - before the informer started) / objects, after a garbage collection "
         + (
             "that hands free pages back to the system (Go: `runtime.GC` and "
-            "`debug.FreeOSMemory`; Python: `gc.collect()` and glibc's `malloc_trim(0)`)"
+            "`debug.FreeOSMemory`; Python: `gc.collect()` and glibc's `malloc_trim(0)`"
+            + (
+                ", with glibc's trim threshold held at its 128 KiB default so that each "
+                "thread's arena hands back its free top too"
+                if any(row.get("trim_threshold") for row in rows)
+                else ""
+            )
+            + ")"
             if any(row.get("malloc_trim") for row in rows)
             else "(Go: `runtime.GC` and `debug.FreeOSMemory`; Python: `gc.collect()` only, "
             "without glibc's `malloc_trim(0)`)"

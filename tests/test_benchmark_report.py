@@ -15,6 +15,8 @@ import ast
 import copy
 import json
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -485,3 +487,47 @@ def test_the_sync_timeline_times_each_sync_line_as_it_is_written(tmp_path: Path)
     }  # fmt: skip
     assert sync_timeline.marks([0.5, 0.7]) == {"sync 1": 0.5, "last sync": 0.7}
     assert sync_timeline.parse_settles("0,refill,1.5") == [0.0, None, 1.5]
+
+
+def test_the_sync_section_says_when_glibcs_trim_threshold_was_held() -> None:
+    data = results()
+    held = "with glibc's trim threshold held at its 128 KiB default"
+    for row in data["sync"]:
+        row["malloc_trim"] = True
+    assert held not in "\n".join(report.render_sync(data, 10_000))
+    for row in data["sync"]:
+        if row["impl"].startswith("ours"):
+            row["trim_threshold"] = informer_bench.TRIM_THRESHOLD
+    text = "\n".join(report.render_sync(data, 10_000))
+    assert f"glibc's `malloc_trim(0)`, {held} so that each thread's arena hands back" in text
+
+
+def test_a_thread_hands_back_its_free_arena_top_once_the_threshold_is_held() -> None:
+    """The measurement's premise, in a child: a thread frees 8 MiB of small blocks."""
+    child = """
+import sys, threading
+from benchmarks import informer_bench
+if sys.argv[1] == "held":
+    assert informer_bench.hold_trim_threshold() == 128 * 1024
+held = []
+def churn():
+    held.append(bytearray(16 << 20))  # mmap'd, then unmapped: glibc raises its thresholds
+    held.clear()
+    blocks = [bytearray(100_000) for _ in range(80)]  # 8 MB from this thread's arena
+    del blocks  # its free top: 8 MB
+worker = threading.Thread(target=churn)
+worker.start()
+worker.join()
+informer_bench.free_memory()
+before = informer_bench.rss_bytes()
+print(before)
+"""
+    rss = {}
+    for mode in ("default", "held"):
+        done = subprocess.run(
+            [sys.executable, "-c", child, mode], capture_output=True, text=True,
+            cwd=ROOT, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        rss[mode] = int(done.stdout)
+    assert rss["default"] - rss["held"] > 4 << 20, rss
