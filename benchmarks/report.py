@@ -340,12 +340,7 @@ def render_sync(results: dict[str, Any], count: int) -> list[str]:
         + (
             "that hands free pages back to the system (Go: `runtime.GC` and "
             "`debug.FreeOSMemory`; Python: `gc.collect()` and glibc's `malloc_trim(0)`"
-            + (
-                ", with glibc's trim threshold held at its 128 KiB default so that each "
-                "thread's arena hands back its free top too"
-                if any(row.get("trim_threshold") for row in rows)
-                else ""
-            )
+            + trim_threshold_clause(rows)
             + ")"
             if any(row.get("malloc_trim") for row in rows)
             else "(Go: `runtime.GC` and `debug.FreeOSMemory`; Python: `gc.collect()` only, "
@@ -444,6 +439,18 @@ def micros_per_event(rows: list[dict[str, Any]], field: str) -> dict[str, float]
     found = by_impl(rows, field)
     events = {row["impl"]: row["events"] for row in rows}
     return {impl: median(values) / events[impl] * 1e6 for impl, values in found.items()}
+
+
+def trim_threshold_clause(rows: list[dict[str, Any]]) -> str:
+    """The trim threshold the Python rows held glibc at (informer_bench.hold_trim_threshold)."""
+    held = sorted({row["trim_threshold"] for row in rows if row.get("trim_threshold")})
+    if not held:
+        return ""
+    sizes = " or ".join(f"{size // 1024:,} KiB" for size in held)
+    return (
+        f", with glibc's trim threshold held at {sizes} so that each thread's arena hands "
+        "back its free top too"
+    )
 
 
 def controller_manager_sentence(run: dict[str, Any]) -> str:

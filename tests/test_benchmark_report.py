@@ -491,7 +491,7 @@ def test_the_sync_timeline_times_each_sync_line_as_it_is_written(tmp_path: Path)
 
 def test_the_sync_section_says_when_glibcs_trim_threshold_was_held() -> None:
     data = results()
-    held = "with glibc's trim threshold held at its 128 KiB default"
+    held = "with glibc's trim threshold held at 128 KiB"
     for row in data["sync"]:
         row["malloc_trim"] = True
     assert held not in "\n".join(report.render_sync(data, 10_000))
