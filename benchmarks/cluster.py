@@ -165,8 +165,16 @@ class ConfigMaps:
     def ensure(self, namespace: str, count: int) -> int:
         """Make sure cm-00000 ... exist, ``count`` of them; how many ConfigMaps the namespace holds.
 
-        The total includes ``kube-root-ca.crt``, which Kubernetes adds to every namespace.
+        The total includes ``kube-root-ca.crt``, which the controller manager adds to
+        every namespace a moment after it is made: counted before it arrives, the
+        total is one short of what an informer started afterwards lists, so it is
+        waited for first.
         """
+        wait_for(
+            kubernetes.client.CoreV1Api(kube.connect()).list_namespaced_config_map,
+            lambda found: "kube-root-ca.crt" in found,
+            what=f"kube-root-ca.crt in {namespace}", timeout=60, namespace=namespace,
+        )  # fmt: skip
         found = self._run("-namespace", namespace, "-create", str(count))
         print(f"{namespace}: {found['objects']} ConfigMaps ({found['created']} made now in "
               f"{found['seconds']} s)", file=sys.stderr, flush=True)  # fmt: skip

@@ -26,7 +26,6 @@ from benchmarks import controller_bench, informer_bench
 from benchmarks.cluster import ConfigMaps
 from helpers import kube
 from helpers.cluster import build, gobuild
-from helpers.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="building needs Go on PATH")
 
@@ -67,21 +66,6 @@ def programs() -> dict[str, Path]:
     return gobuild.ensure_benchmark_programs()
 
 
-def with_root_ca(api: kubernetes.client.ApiClient, namespace: str) -> None:
-    """Until the new namespace has kube-root-ca.crt, which the controller manager adds to it.
-
-    A count of the namespace's ConfigMaps taken before it arrives is one short of
-    what an informer started afterwards lists.
-    """
-    wait_for(
-        kubernetes.client.CoreV1Api(api).list_namespaced_config_map,
-        lambda found: "kube-root-ca.crt" in found,
-        what="kube-root-ca.crt in the new namespace",
-        timeout=60,
-        namespace=namespace,
-    )
-
-
 def informerbench(program: Path, streaming: bool, *args: str) -> dict[str, object]:
     environment = {**os.environ, "KUBECONFIG": str(kube.default_kubeconfig()),
                    "KUBE_FEATURE_WatchListClient": str(streaming).lower()}  # fmt: skip
@@ -99,7 +83,6 @@ def test_informerbench_caches_every_configmap_and_says_how(
     programs: dict[str, Path], api: kubernetes.client.ApiClient, namespace: str,
     streaming: bool, http1: bool,
 ) -> None:  # fmt: skip
-    with_root_ca(api, namespace)
     there = ConfigMaps(programs["configmaps"]).ensure(namespace, 3)  # and kube-root-ca.crt
     row = informerbench(
         programs["informerbench"], streaming, "-mode", "sync", "-namespace", namespace,
@@ -133,10 +116,9 @@ def test_informerbench_replays_the_updates_after_a_resource_version(
 
 @pytest.mark.parametrize("impl", ["ours", "client-go"])
 def test_a_sync_reads_memory_again_once_the_updates_reached_its_cache(
-    programs: dict[str, Path], api: kubernetes.client.ApiClient, namespace: str, impl: str
+    programs: dict[str, Path], namespace: str, impl: str
 ) -> None:
     """The protocol between run_sync and its processes: a row, "KEY VALUE" on stdin, a row."""
-    with_root_ca(api, namespace)
     configmaps = ConfigMaps(programs["configmaps"])
     objects = configmaps.ensure(namespace, 50)
     python, go = (["ours"], []) if impl == "ours" else ([], [informer_bench.GO_DEFAULT])
