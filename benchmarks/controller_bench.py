@@ -72,6 +72,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,8 @@ CLIENT_PACING = re.compile(r'"Client pacing" qps=([\d.]+) burst=(\d+) perAPIGrou
 """sample-controller-paced's report of its REST clients' rate limiter."""
 SYNCED = "Successfully synced"
 """What both controllers log after each sync that succeeded."""
+SYNCED_KEY = re.compile(r'Successfully synced"?\s+(?:objectName=")?([^\s"/]+/[^\s"]+)')
+"""The key in both logs' sync lines (ours: ``synced ns/foo``; klog: ``objectName="ns/foo"``)."""
 CONVERGE_SECONDS = 900.0
 WORKER_COUNT = 2
 """sample-controller's ``controller.Run(ctx, 2)``; ours is given the same."""
@@ -169,12 +172,14 @@ class Controller:
         """Workers and client pacing, as the log says (else as the command line set them).
 
         Also ``syncs``: how many syncs succeeded (both log each one), which
-        says whether the two did the same amount of work.
+        says whether the two did the same amount of work, and ``syncs_per_foo``
+        (:func:`syncs_per_foo`), which says where the syncs went.
         """
         workers = WORKERS.search(log)
         found: dict[str, Any] = {
             "workers": int(workers.group(1)) if workers else None,
             "syncs": log.count(SYNCED),
+            "syncs_per_foo": syncs_per_foo(log),
         }
         reported = CLIENT_PACING.search(log)
         if reported:
@@ -183,6 +188,18 @@ class Controller:
         elif self.name == "ours":
             found |= {"qps": pacing.qps or DEFAULT_QPS, "burst": DEFAULT_BURST}
         return found
+
+
+def syncs_per_foo(log: str) -> dict[str, int]:
+    """How many Foos a controller synced once, twice, ...: ``{"2": 169, "3": 30}``.
+
+    A Foo is synced once for its creation, and again for each change to it or to
+    its Deployment that found its key no longer queued; the counts show whether a
+    run needed a third round of syncs (see benchmarks/RESULTS.md, "Why QPS 50 runs
+    come in two speeds"). Keys are strings, as JSON has them.
+    """
+    per_key = Counter(SYNCED_KEY.findall(log))
+    return {str(syncs): foos for syncs, foos in sorted(Counter(per_key.values()).items())}
 
 
 def controllers(sample_controller: Path | None, pacing: Pacing) -> list[Controller]:

@@ -72,12 +72,13 @@ def ratio(ours: float, theirs: float) -> str:
     return f"{ours / theirs:.2f}x" if theirs else "n/a"
 
 
-def by_impl(rows: list[dict[str, Any]], field: str) -> dict[str, list[Any]]:
-    """Each row's ``field`` by implementation, in first-seen order; rows without it left out."""
+def by_impl(rows: list[dict[str, Any]], field: str, impl: str = "impl") -> dict[str, list[Any]]:
+    """Each row's ``field`` by implementation (the rows' ``impl`` key), in first-seen order;
+    rows without it left out."""
     found: dict[str, list[Any]] = {}
     for row in rows:
         if field in row:
-            found.setdefault(row["impl"], []).append(row[field])
+            found.setdefault(row[impl], []).append(row[field])
     return found
 
 
@@ -478,6 +479,22 @@ def settle_sentence(rows: list[dict[str, Any]]) -> str:
     )
 
 
+def synced_thrice(row: dict[str, Any]) -> int | None:
+    """How many Foos a run synced 3 or more times (None for rows made before it was recorded)."""
+    counts = row.get("syncs_per_foo")
+    if counts is None:
+        return None
+    return sum(foos for syncs, foos in counts.items() if int(syncs) >= 3)
+
+
+def per_run(rows: list[dict[str, Any]], value: Callable[[dict[str, Any]], int | None]) -> str:
+    """One number per run, in run order; "-" when no run recorded it."""
+    found = [value(row) for row in rows]
+    if all(number is None for number in found):
+        return "-"
+    return ", ".join("?" if number is None else f"{number:,}" for number in found)
+
+
 def render_controllers(results: dict[str, Any]) -> list[str]:
     rows = results.get("controllers") or []
     if not rows:
@@ -490,32 +507,29 @@ def render_controllers(results: dict[str, Any]) -> list[str]:
         "(benchmarks/controller_bench.py). Both use sample-controller's workqueue rate limiter "
         "(`helpers.controller.foo_rate_limiter` copies it) and write Events from a thread of "
         "their own. *Syncs* are the syncs that succeeded, counted in each controller's log "
-        "(both log every one). *Workers* are as each controller logged them; *QPS / burst* is "
-        "each API group's token bucket, as sample-controller logged it (its clients' "
-        "limiters, read back) and as ours was started (ours paces per API group, "
+        "(both log every one), and *Foos synced 3 or more times* the Foos whose key appears in "
+        "three or more of those lines. *Workers* are as each controller logged them; "
+        "*QPS / burst* is each API group's token bucket, as sample-controller logged it "
+        "(its clients' limiters, read back) and as ours was started (ours paces per API group, "
         "`helpers.throttle`). sample-controller runs its own controller.go with a main.go "
         "that takes the pacing as flags (benchmarks/go/_paced-sample-controller)."
         + settle_sentence(rows) + controller_manager_sentence(results.get("run", {})), "",
-        "| pacing | controller | workers | QPS / burst | syncs (median) | wall time (runs) "
-        "| median (spread) | vs sample-controller |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| pacing | controller | workers | QPS / burst | syncs (runs) | Foos synced 3 or more "
+        "times (runs) | wall time (runs) | median (spread) | vs sample-controller |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]  # fmt: skip
     for pacing in dict.fromkeys(row["pacing"] for row in rows):
         chosen = [row for row in rows if row["pacing"] == pacing]
-        walls: dict[str, list[float]] = {}
-        syncs: dict[str, list[int]] = {}
-        for row in chosen:
-            walls.setdefault(row["controller"], []).append(row["wall_seconds"])
-            if "syncs" in row:
-                syncs.setdefault(row["controller"], []).append(row["syncs"])
+        walls = by_impl(chosen, "wall_seconds", impl="controller")
         reference = median(walls.get("sample-controller", [0.0]))
         for name, values in walls.items():
-            row = next(row for row in chosen if row["controller"] == name)
+            runs = [row for row in chosen if row["controller"] == name]
+            row = runs[0]
             qps = f"{row['qps']:g}" if "qps" in row else "?"
-            synced = f"{median(syncs[name]):,.0f}" if name in syncs else "-"
             lines.append(
                 f"| {pacing} | {name} | {row.get('workers', '?')} | {qps} / "
-                f"{row.get('burst', '?')} | {synced} | {', '.join(f'{v:.1f}' for v in values)} s "
+                f"{row.get('burst', '?')} | {per_run(runs, lambda r: r.get('syncs'))} "
+                f"| {per_run(runs, synced_thrice)} | {', '.join(f'{v:.1f}' for v in values)} s "
                 f"| **{median(values):.1f} s** ({min(values):.1f}-{max(values):.1f}) "
                 f"| {ratio(median(values), reference)} |"
             )

@@ -74,7 +74,9 @@ def results() -> dict[str, Any]:
     controllers = [
         {"controller": name, "pacing": pacing, "workers": 2, "qps": qps, "burst": 10,
          "foos": 200, "replicas": 1, "wall_seconds": wall, "repeat": repeat}
-        | ({"syncs": 400 + 10 * repeat} if name == "ours" else {})
+        | ({"syncs": 400 + 10 * repeat,
+            "syncs_per_foo": {"1": 2, "2": 190 - repeat, "3": 8 + repeat}} if name == "ours"
+           else {})
         for pacing, qps, walls in [("default", 5.0, {"ours": [80.0, 81.0, 79.0],
                                                      "sample-controller": [80.5, 80.0, 90.0]}),
                                    ("QPS 50", 50.0, {"ours": [20.0, 22.0, 21.0],
@@ -212,9 +214,9 @@ def test_the_tables_name_each_rows_http_version_and_put_the_read_only_rows_last(
 
 def test_the_controller_table_gives_the_spread_and_what_each_ran_with() -> None:
     text = "\n".join(report.render_controllers(results()))
-    ours = "| default | ours | 2 | 5 / 10 | 410 | 80.0, 81.0, 79.0 s | **80.0 s** (79.0-81.0) |"
-    assert f"{ours} 0.99x |" in text
-    sample = "| QPS 50 | sample-controller | 2 | 50 / 10 | - | 18.0, 19.0, 20.0 s |"
+    ours = "| default | ours | 2 | 5 / 10 | 400, 410, 420 | 8, 9, 10 | 80.0, 81.0, 79.0 s |"
+    assert f"{ours} **80.0 s** (79.0-81.0) | 0.99x |" in text
+    sample = "| QPS 50 | sample-controller | 2 | 50 / 10 | - | - | 18.0, 19.0, 20.0 s |"
     assert f"{sample} **19.0 s** (18.0-20.0) | 1.00x |" in text
 
 
@@ -436,6 +438,7 @@ def test_what_a_controller_ran_with_is_read_from_its_log() -> None:
     assert ours.ran_with(log, controller_bench.Pacing(50.0)) == {
         "workers": 2,
         "syncs": 1,
+        "syncs_per_foo": {"1": 1},
         "qps": 50.0,
         "burst": 10,
     }
@@ -445,11 +448,13 @@ def test_what_a_controller_ran_with_is_read_from_its_log() -> None:
         'I1204 03:40:01.223456   12345 controller.go:177] "Starting workers" count=2\n'
         'I1204 03:40:02.1   12345 controller.go:222] "Successfully synced" objectName="ns/foo"\n'
         'I1204 03:40:02.2   12345 controller.go:222] "Successfully synced" objectName="ns/foo"\n'
+        'I1204 03:40:02.3   12345 controller.go:222] "Successfully synced" objectName="ns/bar"\n'
     )
     assert sample.command == ["/bin/sc", "-kube-api-qps", "50"]
     assert sample.ran_with(log, controller_bench.Pacing(50.0)) == {
         "workers": 2,
-        "syncs": 2,
+        "syncs": 3,
+        "syncs_per_foo": {"1": 1, "2": 1},
         "qps": 50.0,
         "burst": 10,
         "token_buckets": 3,
