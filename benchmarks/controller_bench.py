@@ -79,7 +79,7 @@ from typing import Any
 
 import kubernetes
 
-from benchmarks.cluster import create_namespace
+from benchmarks.cluster import control_plane_cpu_seconds, cpu_seconds, create_namespace
 from benchmarks.guard import refuse_clusters_not_the_courses
 from helpers import kube, namespaces
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
@@ -273,6 +273,7 @@ def run_once(
         settle = pacing.refill_seconds() if settle is None else settle
         time.sleep(settle)
         started = time.monotonic()
+        cpu_before = cpu_seconds(process.pid), control_plane_cpu_seconds()
 
         def create(i: int) -> None:
             body = foo_body(f"foo-{i:03}", f"foo-{i:03}-d", replicas)
@@ -296,6 +297,9 @@ def run_once(
             namespace=namespace, plural=FOO_PLURAL,
         )  # fmt: skip
         wall = time.monotonic() - started
+        cpu = cpu_seconds(process.pid) - cpu_before[0]
+        plane = control_plane_cpu_seconds()
+        plane_cpu = None if plane is None or cpu_before[1] is None else plane - cpu_before[1]
     finally:
         stopping = time.monotonic()
         process.kill()  # the run is over: how it ends is not measured, so it is not waited for
@@ -310,6 +314,10 @@ def run_once(
         "replicas": replicas,
         "create_seconds": round(created, 2),
         "wall_seconds": round(wall, 2),
+        # CPU time over the same window: the controller's process, and the local control
+        # plane's processes (None on another cluster); both share the machine's cores.
+        "cpu_seconds": round(cpu, 2),
+        "control_plane_cpu_seconds": None if plane_cpu is None else round(plane_cpu, 1),
         "startup_seconds": round(startup, 2),
         "settle_seconds": round(settle, 2),
         "cleanup_seconds": round(time.monotonic() - stopping, 2),

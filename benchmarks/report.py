@@ -495,6 +495,19 @@ def per_run(rows: list[dict[str, Any]], value: Callable[[dict[str, Any]], int | 
     return ", ".join("?" if number is None else f"{number:,}" for number in found)
 
 
+def cpu_pair(rows: list[dict[str, Any]]) -> str:
+    """Median CPU seconds of the controller and of the control plane over the timed windows."""
+    found = [
+        f"{median(values):.1f} s" if values else "-"
+        for values in (
+            [row["cpu_seconds"] for row in rows if row.get("cpu_seconds") is not None],
+            [row["control_plane_cpu_seconds"] for row in rows
+             if row.get("control_plane_cpu_seconds") is not None],
+        )
+    ]  # fmt: skip
+    return "-" if found == ["-", "-"] else " / ".join(found)
+
+
 def render_controllers(results: dict[str, Any]) -> list[str]:
     rows = results.get("controllers") or []
     if not rows:
@@ -508,15 +521,18 @@ def render_controllers(results: dict[str, Any]) -> list[str]:
         "(`helpers.controller.foo_rate_limiter` copies it) and write Events from a thread of "
         "their own. *Syncs* are the syncs that succeeded, counted in each controller's log "
         "(both log every one), and *Foos synced 3 or more times* the Foos whose key appears in "
-        "three or more of those lines. *Workers* are as each controller logged them; "
+        "three or more of those lines. *CPU* is the CPU time the controller's process, and the "
+        "local control plane's processes, used from the Foos' creation until all were "
+        "available. *Workers* are as each controller logged them; "
         "*QPS / burst* is each API group's token bucket, as sample-controller logged it "
         "(its clients' limiters, read back) and as ours was started (ours paces per API group, "
         "`helpers.throttle`). sample-controller runs its own controller.go with a main.go "
         "that takes the pacing as flags (benchmarks/go/_paced-sample-controller)."
         + settle_sentence(rows) + controller_manager_sentence(results.get("run", {})), "",
         "| pacing | controller | workers | QPS / burst | syncs (runs) | Foos synced 3 or more "
-        "times (runs) | wall time (runs) | median (spread) | vs sample-controller |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "times (runs) | CPU: controller / control plane (medians) | wall time (runs) "
+        "| median (spread) | vs sample-controller |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]  # fmt: skip
     for pacing in dict.fromkeys(row["pacing"] for row in rows):
         chosen = [row for row in rows if row["pacing"] == pacing]
@@ -529,7 +545,8 @@ def render_controllers(results: dict[str, Any]) -> list[str]:
             lines.append(
                 f"| {pacing} | {name} | {row.get('workers', '?')} | {qps} / "
                 f"{row.get('burst', '?')} | {per_run(runs, lambda r: r.get('syncs'))} "
-                f"| {per_run(runs, synced_thrice)} | {', '.join(f'{v:.1f}' for v in values)} s "
+                f"| {per_run(runs, synced_thrice)} | {cpu_pair(runs)} "
+                f"| {', '.join(f'{v:.1f}' for v in values)} s "
                 f"| **{median(values):.1f} s** ({min(values):.1f}-{max(values):.1f}) "
                 f"| {ratio(median(values), reference)} |"
             )

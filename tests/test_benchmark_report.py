@@ -75,7 +75,9 @@ def results() -> dict[str, Any]:
         {"controller": name, "pacing": pacing, "workers": 2, "qps": qps, "burst": 10,
          "foos": 200, "replicas": 1, "wall_seconds": wall, "repeat": repeat}
         | ({"syncs": 400 + 10 * repeat,
-            "syncs_per_foo": {"1": 2, "2": 190 - repeat, "3": 8 + repeat}} if name == "ours"
+            "syncs_per_foo": {"1": 2, "2": 190 - repeat, "3": 8 + repeat},
+            "cpu_seconds": 2.0 + repeat, "control_plane_cpu_seconds": 30.0 - repeat}
+           if name == "ours"
            else {})
         for pacing, qps, walls in [("default", 5.0, {"ours": [80.0, 81.0, 79.0],
                                                      "sample-controller": [80.5, 80.0, 90.0]}),
@@ -214,9 +216,9 @@ def test_the_tables_name_each_rows_http_version_and_put_the_read_only_rows_last(
 
 def test_the_controller_table_gives_the_spread_and_what_each_ran_with() -> None:
     text = "\n".join(report.render_controllers(results()))
-    ours = "| default | ours | 2 | 5 / 10 | 400, 410, 420 | 8, 9, 10 | 80.0, 81.0, 79.0 s |"
-    assert f"{ours} **80.0 s** (79.0-81.0) | 0.99x |" in text
-    sample = "| QPS 50 | sample-controller | 2 | 50 / 10 | - | - | 18.0, 19.0, 20.0 s |"
+    ours = "| default | ours | 2 | 5 / 10 | 400, 410, 420 | 8, 9, 10 | 3.0 s / 29.0 s |"
+    assert f"{ours} 80.0, 81.0, 79.0 s | **80.0 s** (79.0-81.0) | 0.99x |" in text
+    sample = "| QPS 50 | sample-controller | 2 | 50 / 10 | - | - | - | 18.0, 19.0, 20.0 s |"
     assert f"{sample} **19.0 s** (18.0-20.0) | 1.00x |" in text
 
 
