@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import controller_bench, informer_bench, report, sync_timeline
+from benchmarks import controller_bench, creation_window, informer_bench, report, sync_timeline
 from helpers import listwatch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +76,8 @@ def results() -> dict[str, Any]:
          "foos": 200, "replicas": 1, "wall_seconds": wall, "repeat": repeat}
         | ({"syncs": 400 + 10 * repeat,
             "syncs_per_foo": {"1": 2, "2": 190 - repeat, "3": 8 + repeat},
-            "cpu_seconds": 2.0 + repeat, "control_plane_cpu_seconds": 30.0 - repeat}
+            "cpu_seconds": 2.0 + repeat, "control_plane_cpu_seconds": 30.0 - repeat,
+            "create_seconds": 1.0 + repeat / 10}
            if name == "ours"
            else {})
         for pacing, qps, walls in [("default", 5.0, {"ours": [80.0, 81.0, 79.0],
@@ -216,9 +217,9 @@ def test_the_tables_name_each_rows_http_version_and_put_the_read_only_rows_last(
 
 def test_the_controller_table_gives_the_spread_and_what_each_ran_with() -> None:
     text = "\n".join(report.render_controllers(results()))
-    ours = "| default | ours | 2 | 5 / 10 | 400, 410, 420 | 8, 9, 10 | 3.0 s / 29.0 s |"
+    ours = "| default | ours | 2 | 5 / 10 | 400, 410, 420 | 8, 9, 10 | 1.10 s | 3.0 s / 29.0 s |"
     assert f"{ours} 80.0, 81.0, 79.0 s | **80.0 s** (79.0-81.0) | 0.99x |" in text
-    sample = "| QPS 50 | sample-controller | 2 | 50 / 10 | - | - | - | 18.0, 19.0, 20.0 s |"
+    sample = "| QPS 50 | sample-controller | 2 | 50 / 10 | - | - | - | - | 18.0, 19.0, 20.0 s |"
     assert f"{sample} **19.0 s** (18.0-20.0) | 1.00x |" in text
 
 
@@ -538,3 +539,24 @@ print(before)
         assert done.returncode == 0, done.stderr
         rss[mode] = int(done.stdout)
     assert rss["default"] - rss["held"] > 4 << 20, rss
+
+
+def test_the_creation_window_drill_fits_syncs_to_the_time_the_foos_took() -> None:
+    rows = [
+        {"controller": name, "pacing": "default", "create_seconds": created,
+         "syncs": 400 + 5 * created, "wall_seconds": 0.2 * (400 + 5 * created)}
+        for name, created in [("ours", 1.0), ("ours", 2.0), ("sample-controller", 0.5),
+                              ("sample-controller", 1.5)]
+    ] + [{"controller": "ours", "pacing": "QPS 50", "create_seconds": 9.0, "syncs": 1,
+          "wall_seconds": 1.0}]  # fmt: skip
+    lines = creation_window.summary(rows, "default")
+    assert lines[:3] == [
+        "4 runs at default pacing.",
+        "Each second more to create the Foos: +5.0 syncs (r = 1.00).",
+        "Each sync more: +0.200 s of wall time (r = 1.00).",
+    ]
+    assert "| ours | 2 | 1.50 s | 407.5 | 81.50 s |" in lines
+    assert "| sample-controller | 2 | 1.00 s | 405 | 81.00 s |" in lines
+    assert creation_window.summary(rows, "QPS 50") == [
+        "runs at QPS 50 pacing that recorded their creation time: 1; a fit needs 3 or more"
+    ]
