@@ -40,6 +40,7 @@ import kubernetes
 from benchmarks.cluster import create_namespace
 from benchmarks.controller_bench import STARTED, stop_process, wait_for_line
 from benchmarks.guard import refuse_clusters_not_the_courses
+from benchmarks.stopping import exit_on_sigterm
 from helpers import kube, namespaces
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
 from helpers.faults.control_plane import local_cluster, restart_api_server
@@ -124,6 +125,7 @@ def main() -> int:
     parser.add_argument("--only-sample-controller", action="store_true")
     args = parser.parse_args()
     refuse_clusters_not_the_courses()  # before the first request
+    exit_on_sigterm()  # a stopped drill still stops its controller
     controllers = {}
     if not args.only_sample_controller:
         controllers["ours"] = [sys.executable, "-m", "helpers.program", "--workers", "2"]

@@ -81,6 +81,7 @@ import kubernetes
 
 from benchmarks.cluster import control_plane_cpu_seconds, cpu_seconds, create_namespace
 from benchmarks.guard import refuse_clusters_not_the_courses
+from benchmarks.stopping import exit_on_sigterm
 from helpers import kube, namespaces
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
 from helpers.throttle import DEFAULT_BURST, DEFAULT_QPS
@@ -375,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     args = parser.parse_args(argv)
     refuse_clusters_not_the_courses()  # before the first request
+    exit_on_sigterm()  # a stopped run still stops its controller and deletes its namespace
     if args.foos * args.replicas > POD_CAPACITY:
         parser.error(
             f"{args.foos} Foos x {args.replicas} replicas is more Pods than the two kwok "

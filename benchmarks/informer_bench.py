@@ -83,6 +83,7 @@ from benchmarks.cluster import (
 )
 from benchmarks.connections import ConnectionRecorder
 from benchmarks.guard import refuse_clusters_not_the_courses
+from benchmarks.stopping import exit_on_sigterm
 from helpers import kube
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -777,6 +778,7 @@ def main(argv: list[str] | None = None) -> None:
         emit(measure_wire_events(args.wire_format, EVENTS_NAMESPACE, args.since, args.events))
         return
 
+    exit_on_sigterm()  # from here on it starts the informers' processes: a stopped run stops them
     from helpers.cluster import gobuild
 
     programs = gobuild.ensure_benchmark_programs()

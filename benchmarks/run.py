@@ -52,6 +52,7 @@ from benchmarks.cluster import (
     remove_namespaces,
 )
 from benchmarks.guard import refuse_clusters_not_the_courses
+from benchmarks.stopping import exit_on_sigterm
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_JSON = ROOT / "benchmarks" / "results.json"
@@ -309,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         results = json.loads(RESULTS_JSON.read_text())
     else:
         refuse_clusters_not_the_courses()
+        exit_on_sigterm()  # a stopped run still stops its controllers and informers
         results = measure(args, argv)
         results["run"]["load"]["end"] = loadavg()
         save(results)

@@ -32,6 +32,7 @@ from typing import Any
 from benchmarks import controller_bench
 from benchmarks.controller_bench import SYNCED, Pacing
 from benchmarks.guard import refuse_clusters_not_the_courses
+from benchmarks.stopping import exit_on_sigterm
 
 MARKS = (1, 20, 400)
 """The syncs whose times the table gives (besides the last)."""
@@ -106,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args(argv)
     refuse_clusters_not_the_courses()  # before the first request
+    exit_on_sigterm()  # a stopped drill still stops its controller
     from helpers.cluster import gobuild
 
     sample = gobuild.ensure_benchmark_programs()["sample-controller-paced"]

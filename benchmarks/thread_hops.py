@@ -40,6 +40,7 @@ from typing import Any
 from benchmarks import informer_bench
 from benchmarks.cluster import ConfigMaps, create_namespace
 from benchmarks.guard import refuse_clusters_not_the_courses
+from benchmarks.stopping import exit_on_sigterm
 from helpers import kube
 
 SHAPES = ("course", "no-handler-thread", "one-thread")
@@ -173,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         return 0
+    exit_on_sigterm()  # a stopped drill still stops its informers' processes
     print(f"Shapes decoding with {args.decoder}:")
     print(table(measure(args.rounds, args.events, args.decoder)))
     return 0
