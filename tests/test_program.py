@@ -308,6 +308,9 @@ def shuts_down_gracefully(
     run = ControllerRun(program_args(namespace, identity="only"), name="only")
     runs.append(run)
     run.wait_for_line("started leading", 30)
+    # Signalled before its caches sync, the controller stops as sample-controller's Run does,
+    # with no "Shutting down workers" (it never started them): signal once they run.
+    run.wait_for_line("Started workers", 30)
     assert lease_holder(api, namespace) == "only"
     sent = run.signal(signum)
     assert run.wait(30) == EXIT_OK
@@ -317,6 +320,8 @@ def shuts_down_gracefully(
     lines = run.log()
     order = ["shutting down: received", "Shutting down workers", "stopped leading",
              "released lease", "reflector foos: stopped", "shut down"]  # fmt: skip
+    missing = [text for text in order if text not in lines]
+    assert not missing, f"no line with {missing}:\n{lines}"
     positions = [lines.index(text) for text in order]
     assert positions == sorted(positions), lines
 
