@@ -274,7 +274,7 @@ def run_once(
         settle = pacing.refill_seconds() if settle is None else settle
         time.sleep(settle)
         started = time.monotonic()
-        cpu_before = cpu_seconds(process.pid), control_plane_cpu_seconds()
+        cpu_at_start, plane_at_start = cpu_seconds(process.pid), control_plane_cpu_seconds()
 
         def create(i: int) -> None:
             body = foo_body(f"foo-{i:03}", f"foo-{i:03}-d", replicas)
@@ -298,9 +298,12 @@ def run_once(
             namespace=namespace, plural=FOO_PLURAL,
         )  # fmt: skip
         wall = time.monotonic() - started
-        cpu = cpu_seconds(process.pid) - cpu_before[0]
-        plane = control_plane_cpu_seconds()
-        plane_cpu = None if plane is None or cpu_before[1] is None else plane - cpu_before[1]
+        cpu = cpu_seconds(process.pid) - cpu_at_start
+        plane_at_end = control_plane_cpu_seconds()
+        plane_cpu = (
+            None if plane_at_start is None or plane_at_end is None
+            else plane_at_end - plane_at_start
+        )  # fmt: skip
     finally:
         stopping = time.monotonic()
         process.kill()  # the run is over: how it ends is not measured, so it is not waited for

@@ -17,9 +17,11 @@ import time
 from pathlib import Path
 
 import kubernetes
+import psutil
 import pytest
 
 from helpers import namespaces
+from helpers.cluster import processes
 from helpers.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -27,30 +29,15 @@ pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def children(pid: int) -> list[int]:
-    """The processes ``pid`` started that still run (Linux: /proc/PID/task/PID/children)."""
+def controllers_started_by(pid: int) -> list[int]:
+    """Our controller processes that ``pid`` started and that still run."""
     try:
-        return [
-            int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        ]
-    except FileNotFoundError:
+        started = psutil.Process(pid).children()
+    except psutil.NoSuchProcess:
         return []
-
-
-def command_line(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except FileNotFoundError:
-        return ""
-
-
-def running(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie waiting for its parent."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
+    return [
+        child.pid for child in started if "helpers.program" in processes.command_line(child.pid)
+    ]
 
 
 def test_a_controller_benchmark_stopped_with_sigterm_stops_its_controller(
@@ -78,16 +65,15 @@ def test_a_controller_benchmark_stopped_with_sigterm_stops_its_controller(
         while controller is None:
             assert benchmark.poll() is None, log.read_text()
             assert time.monotonic() < deadline, f"no controller started in 60 s:\n{log.read_text()}"
-            found = [
-                pid for pid in children(benchmark.pid) if "helpers.program" in command_line(pid)
-            ]
+            found = controllers_started_by(benchmark.pid)
             controller = found[0] if found else None
             time.sleep(0.05)
-        namespace = command_line(controller).split("--namespace ", 1)[1].split()[0]
+        arguments = processes.command_line(controller)
+        namespace = arguments[arguments.index("--namespace") + 1]
 
         benchmark.send_signal(signal.SIGTERM)
         assert benchmark.wait(120) == 128 + signal.SIGTERM, log.read_text()
-        assert not running(controller), f"controller {controller} outlived the benchmark"
+        assert not processes.exists(controller), f"controller {controller} outlived the benchmark"
         core = kubernetes.client.CoreV1Api(api)
         wait_for(
             core.list_namespace,
@@ -98,7 +84,7 @@ def test_a_controller_benchmark_stopped_with_sigterm_stops_its_controller(
         if benchmark.poll() is None:
             benchmark.kill()
             benchmark.wait()
-        if controller is not None and running(controller):
+        if controller is not None and processes.exists(controller):
             os.kill(controller, signal.SIGKILL)
         if namespace is not None:  # what the benchmark did not delete, when it failed to
             namespaces.delete_namespace(api, namespace)  # a namespace already gone is fine
