@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import controller_bench
-from benchmarks.controller_bench import SYNCED, Pacing
+from benchmarks.controller_bench import SYNCED, SYNCED_KEY, Pacing
 from benchmarks.guard import refuse_clusters_not_the_courses
 from benchmarks.stopping import exit_on_sigterm
 
@@ -45,6 +45,7 @@ class LogClock:
         self._folder = folder
         self._before = set(folder.iterdir())
         self.synced_at: list[float] = []  # time.monotonic() when each sync line was read
+        self.synced_keys: list[str] = []  # the key each of those lines names ("" if none)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._read, name="log-clock", daemon=True)
 
@@ -67,7 +68,11 @@ class LogClock:
             chunk = log.read() if log is not None else ""
             now = time.monotonic()
             *lines, pending = (pending + chunk).split("\n")
-            self.synced_at += [now for line in lines if SYNCED in line]
+            for line in lines:
+                if SYNCED in line:
+                    key = SYNCED_KEY.search(line)
+                    self.synced_keys.append(key.group(1) if key else "")
+                    self.synced_at.append(now)  # last: a reader that sees the time has the key
             if not chunk:
                 self._stop.wait(0.005)
         if log is not None:

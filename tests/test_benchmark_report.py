@@ -24,7 +24,14 @@ from typing import Any
 
 import pytest
 
-from benchmarks import controller_bench, creation_window, informer_bench, report, sync_timeline
+from benchmarks import (
+    controller_bench,
+    creation_window,
+    informer_bench,
+    report,
+    second_round,
+    sync_timeline,
+)
 from helpers import listwatch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -489,6 +496,7 @@ def test_the_sync_timeline_times_each_sync_line_as_it_is_written(tmp_path: Path)
         log.close()
         until(lambda: len(clock.synced_at) == 3)
     assert clock.synced_at == sorted(clock.synced_at)
+    assert clock.synced_keys == ["ns/foo-1", "ns/foo-2", "ns/foo-3"]
     times = [0.1 * n for n in range(1, 451)]
     assert sync_timeline.marks(times) == {
         "sync 1": 0.1, "sync 20": 2.0, "sync 400": 40.0, "last sync": 45.0,
@@ -559,4 +567,55 @@ def test_the_creation_window_drill_fits_syncs_to_the_time_the_foos_took() -> Non
     assert "| sample-controller | 2 | 1.00 s | 405 | 81.00 s |" in lines
     assert creation_window.summary(rows, "QPS 50") == [
         "runs at QPS 50 pacing that recorded their creation time: 1; a fit needs 3 or more"
+    ]
+
+
+def test_the_second_round_drill_predicts_a_runs_syncs_from_its_times() -> None:
+    def lines(syncs: dict[str, list[float]]) -> list[tuple[float, str]]:
+        return sorted((when, key) for key, times in syncs.items() for when in times)
+
+    available = {"ns/a": 1.0, "ns/b": 1.5, "ns/c": 2.0}
+    # Every second sync wrote 1 (each just before its line): the run ends with c's, whose
+    # key c's first sync added at 0.3; no needed sync had ended by then.
+    fast = second_round.predict(
+        lines({"ns/a": [0.1, 2.1], "ns/b": [0.2, 2.2], "ns/c": [0.3, 2.3]}),
+        available, {"ns/a": 2.09, "ns/b": 2.19, "ns/c": 2.29},
+    )  # fmt: skip
+    assert (fast.syncs, fast.predicted, fast.needed, fast.extra) == (6, 6, 6, 0)
+    assert (fast.needed_a_third, fast.last_needed_added, fast.first_round) == (0, 0.2, 0.2)
+    # b's second sync came before its Deployment was available (3.0) and wrote 0 again:
+    # its needed sync is its third, added at 3.0, after a's and c's needed syncs had
+    # ended, so each of them has one more sync (an extra) before the run ends.
+    slow = second_round.predict(
+        lines({"ns/a": [0.1, 2.1, 3.1], "ns/b": [0.2, 2.2, 3.3], "ns/c": [0.3, 2.3, 3.2]}),
+        {**available, "ns/b": 3.0}, {"ns/a": 2.09, "ns/b": 3.29, "ns/c": 2.29},
+    )  # fmt: skip
+    assert (slow.syncs, slow.predicted, slow.needed, slow.extra) == (9, 9, 7, 2)
+    assert (slow.needed_a_third, slow.last_needed_added) == (1, 2.9)
+    # A status write read just after its sync's line still names that sync.
+    late = second_round.predict(lines({"ns/a": [0.1, 2.1]}), {"ns/a": 1.0}, {"ns/a": 2.102})
+    assert (late.needed, late.predicted) == (2, 2)
+    # A Foo whose status never said available has no needed sync to count.
+    partial = second_round.predict(
+        lines({"ns/a": [0.1, 2.1], "ns/b": [0.2, 2.2]}), available, {"ns/a": 2.09}
+    )
+    assert (partial.predicted, partial.needed, partial.extra) == (2, 2, 0)
+
+
+def test_the_second_round_drill_tables_its_runs_and_counts_the_late_ones() -> None:
+    def row(controller: str, syncs: int, last_added: float, first_round: float) -> dict:
+        return {"controller": controller, "pacing": "QPS 50", "wall_seconds": syncs / 45,
+                "syncs": syncs, "predicted": syncs, "needed": 400, "needed_a_third": 0,
+                "extra": syncs - 400, "last_needed_added": last_added,
+                "first_round": first_round}  # fmt: skip
+
+    rows = [row("ours", 430, 6.0, 6.0), row("sample-controller", 580, 8.7, 5.4),
+            row("sample-controller", 425, 6.2, 6.2), row("ours", 560, 8.5, 5.6)]  # fmt: skip
+    lines = second_round.table(rows)
+    assert lines[2] == ("| 1 | ours | 430 | 430 | 400 (0) | 30 | 6.00 s | 6.00 s | 9.56 s |")
+    assert lines[-2:] == [
+        "ours: 1 of 2 runs with a needed key added after the first round; first round "
+        "5.80 s, wall time 11.00 s (medians).",
+        "sample-controller: 1 of 2 runs with a needed key added after the first round; "
+        "first round 5.80 s, wall time 11.17 s (medians).",
     ]
