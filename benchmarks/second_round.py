@@ -11,8 +11,8 @@ Foo on every update to it and to its Deployment, and a workqueue hands keys
 out in the order they were added. So:
 
 - A Foo's *needed* sync is the one that writes ``availableReplicas: 1``: the
-  sync whose line came right after the Foo's status said so (a third thread
-  watches the Foos). Its second sync, as a rule; its third when the second
+  sync whose line is nearest the moment the Foo's status said so (a third
+  thread watches the Foos). Its second sync, as a rule; its third when the second
   came before the Deployment was available (and wrote 0 again).
 - That sync's key was added when the first sync ended (its write of 0, where
   there was no status, is a Foo update); for a third, when the Deployment
