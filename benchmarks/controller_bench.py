@@ -81,6 +81,7 @@ import kubernetes
 
 from benchmarks.cluster import control_plane_cpu_seconds, cpu_seconds, create_namespace
 from benchmarks.guard import refuse_clusters_not_the_courses
+from benchmarks.informer_bench import rotated
 from benchmarks.stopping import exit_on_sigterm
 from helpers import kube, namespaces
 from helpers.controller import FOO_GROUP, FOO_PLURAL, FOO_VERSION, foo_body
@@ -340,9 +341,7 @@ def run(sample_controller: Path | None, pacings: list[Pacing], foos: int, replic
     logs = Path(tempfile.mkdtemp(prefix="controller-bench-"))
     for pacing in pacings:
         for repetition in range(repeat):
-            chosen = controllers(sample_controller, pacing)
-            start = repetition % len(chosen)
-            for controller in chosen[start:] + chosen[:start]:
+            for controller in rotated(controllers(sample_controller, pacing), repetition):
                 try:
                     row = run_once(controller, pacing, foos, replicas, logs)
                 except BaseException:

@@ -52,6 +52,7 @@ import kubernetes
 from benchmarks import controller_bench
 from benchmarks.controller_bench import Pacing
 from benchmarks.guard import refuse_clusters_not_the_courses
+from benchmarks.informer_bench import rotated
 from benchmarks.stopping import exit_on_sigterm
 from benchmarks.sync_timeline import LogClock
 from helpers import kube
@@ -250,9 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     logs = Path(tempfile.mkdtemp(prefix="second-round-"))
     rows = []
     for repetition in range(args.repeat):
-        chosen = controller_bench.controllers(sample, args.pacing)
-        start = repetition % len(chosen)
-        for controller in chosen[start:] + chosen[:start]:
+        for controller in rotated(controller_bench.controllers(sample, args.pacing), repetition):
             row = timed_run(controller, args.pacing, logs, api)
             print(json.dumps(row), file=sys.stderr, flush=True)
             rows.append(row)

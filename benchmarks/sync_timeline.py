@@ -32,6 +32,7 @@ from typing import Any
 from benchmarks import controller_bench
 from benchmarks.controller_bench import SYNCED, SYNCED_KEY, Pacing
 from benchmarks.guard import refuse_clusters_not_the_courses
+from benchmarks.informer_bench import rotated
 from benchmarks.stopping import exit_on_sigterm
 
 MARKS = (1, 20, 400)
@@ -122,9 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     for settle in args.settle:
         wait = pacing.refill_seconds() if settle is None else settle
         for repetition in range(args.repeat):
-            chosen = controller_bench.controllers(sample, pacing)
-            start = repetition % len(chosen)
-            for controller in chosen[start:] + chosen[:start]:
+            for controller in rotated(controller_bench.controllers(sample, pacing), repetition):
                 row = timed_run(controller, pacing, wait, logs)
                 print(json.dumps(row), file=sys.stderr, flush=True)
                 rows.append(row)
