@@ -21,7 +21,7 @@ from benchmarks import cluster, informer_bench
 from benchmarks.connections import ConnectionRecorder
 from helpers import kube, namespaces
 from helpers.errors import CourseError
-from helpers.waiting import wait_for
+from tests.replayed_watch import updates_to_replay
 
 pytestmark = pytest.mark.cluster
 
@@ -30,20 +30,7 @@ pytestmark = pytest.mark.cluster
 def test_the_read_only_rows_count_exactly_the_replayed_events(
     api: kubernetes.client.ApiClient, namespace: str, wire: str
 ) -> None:
-    core = kubernetes.client.CoreV1Api(api)
-    # A new namespace gets kube-root-ca.crt from the controller manager: once
-    # it is there, the 25 updates below are all the watch has to replay.
-    wait_for(
-        core.list_namespaced_config_map,
-        lambda found: "kube-root-ca.crt" in found,
-        what="kube-root-ca.crt in the new namespace",
-        timeout=30,
-        namespace=namespace,
-    )
-    core.create_namespaced_config_map(namespace, {"metadata": {"name": "cm"}})
-    since = core.list_namespaced_config_map(namespace).metadata.resource_version
-    for i in range(25):
-        core.patch_namespaced_config_map("cm", namespace, {"data": {"n": str(i)}})
+    since = updates_to_replay(api, namespace, 25)
     row = informer_bench.measure_wire_events(wire, namespace, since, 25, timeout_seconds=20)
     assert (row["impl"], row["events"], row["frames"]) == (f"wire-{wire}", 25, 25), row
     assert row["events_per_second"] > 0 and row["bytes"] > 25 * 100, row

@@ -21,7 +21,7 @@ import pytest
 from benchmarks import thread_hops
 from benchmarks.thread_hops import take_batch
 from helpers.informer import ADDED, DELETED, REPLACED_ALL, UPDATED, Delta
-from helpers.waiting import wait_for
+from tests.replayed_watch import updates_to_replay
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
@@ -110,19 +110,7 @@ def test_a_list_comes_alone_and_ends_a_batch_and_a_batch_has_a_limit() -> None:
 def test_the_readers_decode_every_replayed_event(
     api: kubernetes.client.ApiClient, namespace: str, reader: str, kept: int
 ) -> None:
-    core = kubernetes.client.CoreV1Api(api)
-    # Once kube-root-ca.crt is in the new namespace, the 25 updates are all the watch replays.
-    wait_for(
-        core.list_namespaced_config_map,
-        lambda found: "kube-root-ca.crt" in found,
-        what="kube-root-ca.crt in the new namespace",
-        timeout=30,
-        namespace=namespace,
-    )
-    core.create_namespaced_config_map(namespace, {"metadata": {"name": "cm"}})
-    since = core.list_namespaced_config_map(namespace).metadata.resource_version
-    for i in range(25):
-        core.patch_namespaced_config_map("cm", namespace, {"data": {"n": str(i)}})
+    since = updates_to_replay(api, namespace, 25)
     row = thread_hops.measure_decoding(reader, namespace, since, 25, timeout_seconds=20)
     assert (row["impl"], row["events"], row["kept"]) == (reader, 25, kept), row
     assert (row["http"], row["connections_opened"]) == ("HTTP/1.1", 0), row
