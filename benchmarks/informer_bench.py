@@ -375,6 +375,21 @@ def _wire_get(api: kubernetes.client.ApiClient, path: str, query: list[tuple[str
     )  # fmt: skip
 
 
+def replayed_watch(
+    api: kubernetes.client.ApiClient, namespace: str, since: str, wire: str, timeout_seconds: int
+) -> urllib3.HTTPResponse:
+    """The watch the events workload replays, from ``since``, no bookmarks, unread.
+
+    Every reader of the replay (the wire rows, benchmarks/thread_hops.py's
+    decoding readers) opens this one request, so they differ only in what
+    they do with its bytes. The server ends it after ``timeout_seconds``.
+    """
+    query = [("watch", "true"), ("resourceVersion", since),
+             ("timeoutSeconds", str(timeout_seconds))]  # fmt: skip
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    return _wire_get(api, path, query, WIRE_ACCEPT[wire][1])
+
+
 def count_frames(pending: bytes, wire: str) -> tuple[int, bytes]:
     """Whole frames at the front of ``pending``, and the bytes left over (a frame still arriving).
 
@@ -412,12 +427,9 @@ def measure_wire_events(
     """
     api = kube.connect()
     recorder = ConnectionRecorder(api)
-    path = f"/api/v1/namespaces/{namespace}/configmaps"
-    query = [("watch", "true"), ("resourceVersion", since),
-             ("timeoutSeconds", str(timeout_seconds))]  # fmt: skip
     recorder.start()
     cpu, started = time.process_time(), time.perf_counter()
-    response = _wire_get(api, path, query, WIRE_ACCEPT[wire][1])
+    response = replayed_watch(api, namespace, since, wire, timeout_seconds)
     frames, pending, received = 0, b"", 0
     try:
         for chunk in response.stream(amt=None):

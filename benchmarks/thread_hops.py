@@ -120,14 +120,13 @@ def measure_decoding(
     """
     api = kube.connect()  # opens the connection (GET /version) before the clock starts
     recorder = ConnectionRecorder(api)
-    path = f"/api/v1/namespaces/{namespace}/configmaps"
-    query = [("watch", "true"), ("resourceVersion", since),
-             ("timeoutSeconds", str(timeout_seconds))]  # fmt: skip
     kept: dict[str, Any] = {}
     seen = 0
     recorder.start()
     cpu, started = time.process_time(), time.perf_counter()
-    stream = WatchStream(informer_bench._wire_get(api, path, query, "application/json"))
+    stream = WatchStream(
+        informer_bench.replayed_watch(api, namespace, since, "json", timeout_seconds)
+    )
     try:
         for event in stream:
             if reader == "decode-and-keep":
