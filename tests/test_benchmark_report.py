@@ -157,16 +157,37 @@ def test_each_target_is_judged_on_the_medians_with_the_runs_paired() -> None:
     assert default.measure == "Foo controller, 200 Foos to available, default pacing"
     assert (
         default.result
-        == "0.99x: 80.0 s against 80.5 s, sample-controller; run by run 0.99x, 1.01x, 0.88x"
+        == "0.99x: 80.00 s against 80.50 s, sample-controller; run by run 0.99x, 1.01x, 0.88x"
     )
     assert default.met is True
-    assert qps50.result.startswith("1.11x: 21.0 s against 19.0 s") and qps50.met is False
+    assert qps50.result.startswith("1.11x: 21.00 s against 19.00 s") and qps50.met is False
     # A shorter run than the default one says how long it took and is not judged.
     assert (
         run_time.result
         == "10.0 minutes for `benchmarks/run_all --scale 10000`, not the default run"
     )
     assert run_time.met is None
+
+
+@pytest.mark.parametrize(
+    ("value", "target", "text"),
+    [(0.936, 1.0, "0.94x"), (1.004, 1.0, "1.004x"), (1.0005, 1.0, "1.0005x"),
+     (0.8996, 0.9, "0.8996x"), (1.0, 1.0, "1.00x"), (1.00001, 1.0, "1.0000x")],
+)  # fmt: skip
+def test_a_ratio_is_never_rounded_onto_the_target_it_misses(
+    value: float, target: float, text: str
+) -> None:
+    assert report.ratio_beside(value, target) == text
+
+
+def test_a_controller_slower_by_less_than_the_rounding_is_shown_as_slower() -> None:
+    data = results()
+    for row in data["controllers"]:
+        if row["pacing"] == "default":
+            row["wall_seconds"] = 80.46 if row["controller"] == "ours" else 80.42
+    default = report.verdicts(data)[5]
+    assert default.result.startswith("1.0005x: 80.46 s against 80.42 s, sample-controller")
+    assert default.met is False
 
 
 @pytest.mark.parametrize(("seconds", "met"), [(1_199.0, True), (1_200.0, False), (1_500.0, False)])
