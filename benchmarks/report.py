@@ -241,11 +241,24 @@ def verdicts(results: dict[str, Any]) -> list[Verdict]:
         found.append(Verdict(
             f"Foo controller, {foos} Foos to available, {pacing} pacing",
             f"at most {CONTROLLER_TARGET}x sample-controller's wall time",
-            outcome[1] if outcome else "-",
+            (outcome[1] + syncs_beside(rows)) if outcome else "-",
             None if outcome is None else outcome[0] <= CONTROLLER_TARGET,
         ))  # fmt: skip
     found.append(run_time(results.get("run") or {}))
     return found
+
+
+def syncs_beside(rows: list[dict[str, Any]]) -> str:
+    """ "; syncs 412 against 411 (medians)", when both controllers' runs counted them.
+
+    Each Foo-status write takes a token, so at a given pacing the wall time follows
+    the syncs; the two counts say whether a gap is work or pace.
+    """
+    found = by_impl(rows, "syncs")
+    if "ours" not in found or "sample-controller" not in found:
+        return ""
+    mine, other = median(found["ours"]), median(found["sample-controller"])
+    return f"; syncs {mine:,g} against {other:,g} (medians)"
 
 
 def run_time(run: dict[str, Any]) -> Verdict:

@@ -180,14 +180,23 @@ def test_a_ratio_is_never_rounded_onto_the_target_it_misses(
     assert report.ratio_beside(value, target) == text
 
 
-def test_a_controller_slower_by_less_than_the_rounding_is_shown_as_slower() -> None:
+def test_a_controller_slower_by_less_than_rounding_shows_so_with_both_sync_counts() -> None:
     data = results()
+    syncs = {"ours": [412, 413, 412], "sample-controller": [411, 409, 411]}
     for row in data["controllers"]:
         if row["pacing"] == "default":
             row["wall_seconds"] = 80.46 if row["controller"] == "ours" else 80.42
+            row["syncs"] = syncs[row["controller"]][row["repeat"]]
     default = report.verdicts(data)[5]
-    assert default.result.startswith("1.0005x: 80.46 s against 80.42 s, sample-controller")
+    assert default.result == (
+        "1.0005x: 80.46 s against 80.42 s, sample-controller; run by run 1.00x, 1.00x, 1.00x"
+        "; syncs 412 against 411 (medians)"
+    ), default.result
     assert default.met is False
+    # Without sample-controller's counts there is nothing to set beside ours.
+    del data["controllers"][3]["syncs"], data["controllers"][4]["syncs"]
+    del data["controllers"][5]["syncs"]
+    assert "syncs" not in report.verdicts(data)[5].result
 
 
 @pytest.mark.parametrize(("seconds", "met"), [(1_199.0, True), (1_200.0, False), (1_500.0, False)])
