@@ -11,9 +11,12 @@ the cluster without an API server for every cell after it.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import kubernetes
@@ -30,6 +33,7 @@ from helpers.faults.control_plane import (
     kill_component,
     local_cluster,
     restart_api_server,
+    revive_after_outage,
     wait_until_api_ready,
 )
 
@@ -77,9 +81,66 @@ def test_an_api_server_that_exits_after_starting_is_started_again(
     try:
         wait_until_api_ready(cluster, timeout=90)
     finally:
-        cluster.revive()
+        cluster.revive()  # whatever happened: the API server above all
+    revive_after_outage(cluster, since=datetime.now(UTC))  # and what gives up after it
     assert API_SERVER not in cluster.dead_components()
     assert kube.raw_get(api, "/readyz") == "ok"
+
+
+SCHEDULER = "kube-scheduler"
+
+
+def frozen_scheduler(cluster: LocalCluster) -> tuple[int, datetime]:
+    """Freeze kube-scheduler (SIGSTOP): alive, and renewing nothing after the time returned."""
+    pid = cluster.running()[SCHEDULER]
+    os.kill(pid, signal.SIGSTOP)
+    return pid, datetime.now(UTC)  # taken after the freeze: a renewal is stamped by its sender
+
+
+def end_frozen(cluster: LocalCluster, pid: int) -> None:
+    """Kill the frozen scheduler if it still runs, and start kube-scheduler again if it is dead."""
+    if cluster.running().get(SCHEDULER) == pid:
+        kill_component(cluster, SCHEDULER)  # SIGKILL ends a frozen process too
+    cluster.revive()
+
+
+def test_a_lease_holder_that_gives_up_after_the_api_server_is_back_is_started_again() -> None:
+    """CI saw kube-scheduler exit 3 s after a drill started the API server again, once the
+    drill had revived what was dead: every Deployment after it kept its Pods Pending.
+
+    Here kube-scheduler cannot renew its lease (frozen) and is killed 2 s into the
+    recovery, as it would exit at its renew deadline: the recovery waits for that
+    exit and starts it again. Reviving at once would find it alive and start nothing.
+    """
+    if describe().backend != "local":
+        pytest.skip("the drills stop and start the local control plane's components")
+    cluster = local_cluster()
+    pid, since = frozen_scheduler(cluster)
+    exits = threading.Timer(2.0, os.kill, (pid, signal.SIGKILL))
+    exits.start()
+    try:
+        revived = revive_after_outage(cluster, since)
+    finally:
+        exits.join()
+        end_frozen(cluster, pid)
+    assert revived == [SCHEDULER]
+    assert cluster.running()[SCHEDULER] != pid
+
+
+def test_a_lease_holder_that_neither_renews_nor_exits_is_named() -> None:
+    if describe().backend != "local":
+        pytest.skip("the drills stop and start the local control plane's components")
+    cluster = local_cluster()
+    pid, since = frozen_scheduler(cluster)
+    try:
+        with pytest.raises(CourseError) as failed:
+            revive_after_outage(cluster, since, timeout=3)
+    finally:
+        end_frozen(cluster, pid)
+    assert str(failed.value).startswith(
+        "kube-scheduler neither renewed its leader lease nor exited within 3 s"
+    ), str(failed.value)
+    assert "python -m helpers.cluster logs --component kube-scheduler" in str(failed.value)
 
 
 class ExitsEveryTime(LocalCluster):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 
+import kubernetes
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
@@ -36,6 +38,13 @@ STARTS = 3
 """How often a drill starts the API server before it gives up: a kubelet restarts a static Pod
 that exits, and so does a drill, twice at most (then the log says why it keeps exiting)."""
 LOG_LINES_IN_ERRORS = 12
+LEASE_HOLDERS = ("kube-controller-manager", "kube-scheduler")
+"""The components that lead through a Lease of their own name in kube-system. Each renews it
+every 2 s and exits once it could not for 10 s (``--leader-elect-retry-period`` and
+``--leader-elect-renew-deadline``: component-base's defaults)."""
+SETTLE_TIMEOUT = 30.0
+"""How long :func:`revive_after_outage` waits for the lease holders to renew or exit (they
+decide within 12 s of their last renewal)."""
 
 
 def wait_until_api_ready(cluster: LocalCluster, timeout: float = 120) -> None:
@@ -104,4 +113,52 @@ def restart_api_server(
     finally:
         cluster.start_component(API_SERVER)
         wait_until_api_ready(cluster)
-        cluster.revive()  # as a kubelet would: components that exited meanwhile
+        revive_after_outage(cluster, since=datetime.now(UTC))
+
+
+def revive_after_outage(
+    cluster: LocalCluster, since: datetime, timeout: float = SETTLE_TIMEOUT
+) -> list[str]:
+    """Start again what gave up while the API server was away, as a kubelet would; return it.
+
+    ``since``: when the API server answered again. A lease holder that has not
+    renewed its lease since then has not decided yet: it renews within 2 s, or
+    exits at its renew deadline, which can come seconds after /readyz said ok.
+    Reviving at once would miss that exit and leave the cluster without a
+    scheduler for good (CI saw kube-scheduler exit 3 s after a drill started
+    the API server again, and every Deployment after it kept its Pods
+    Pending). So this first waits until each of :data:`LEASE_HOLDERS` has
+    renewed after ``since`` or exited, then starts every dead component.
+    """
+    deadline = time.monotonic() + timeout
+    leases = kubernetes.client.CoordinationV1Api(kube.connect(cluster.kubeconfig))
+    undecided = list(LEASE_HOLDERS)
+    while undecided:
+        dead = cluster.dead_components()
+        undecided = [
+            name for name in undecided if name not in dead and not _renewed(leases, name, since)
+        ]
+        if not undecided:
+            break
+        if time.monotonic() >= deadline:
+            raise CourseError(
+                f"{', '.join(undecided)} neither renewed its leader lease nor exited within "
+                f"{timeout:.0f} s after the API server came back.",
+                "look at its log: `python -m helpers.cluster logs --component "
+                f"{undecided[0]}`, then `make up` starts what is missing.",
+            )
+        time.sleep(0.25)  # a lease renewal and a process exit announce themselves to nobody
+    return cluster.revive()
+
+
+def _renewed(leases: kubernetes.client.CoordinationV1Api, name: str, since: datetime) -> bool:
+    """Has ``name`` renewed its lease in kube-system after ``since``? (No such lease: nothing
+    to wait for; no answer: not yet.)"""
+    try:
+        lease = leases.read_namespaced_lease(name, "kube-system", _request_timeout=5)
+    except ApiException as exc:
+        return exc.status == 404
+    except urllib3.exceptions.HTTPError:
+        return False
+    renewed = lease.spec.renew_time if lease.spec else None
+    return renewed is not None and renewed >= since
