@@ -133,13 +133,13 @@ def revive_after_outage(
     deadline = time.monotonic() + timeout
     leases = kubernetes.client.CoordinationV1Api(kube.connect(cluster.kubeconfig))
     undecided = list(LEASE_HOLDERS)
-    while undecided:
+    while True:
         dead = cluster.dead_components()
         undecided = [
             name for name in undecided if name not in dead and not _renewed(leases, name, since)
         ]
         if not undecided:
-            break
+            return cluster.revive()
         if time.monotonic() >= deadline:
             raise CourseError(
                 f"{', '.join(undecided)} neither renewed its leader lease nor exited within "
@@ -148,7 +148,6 @@ def revive_after_outage(
                 f"{undecided[0]}`, then `make up` starts what is missing.",
             )
         time.sleep(0.25)  # a lease renewal and a process exit announce themselves to nobody
-    return cluster.revive()
 
 
 def _renewed(leases: kubernetes.client.CoordinationV1Api, name: str, since: datetime) -> bool:
