@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from book import study_time
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 IGNORE_MARKERS = ("# NBVAL_IGNORE_OUTPUT", "# NBVAL_SKIP", "# NBVAL_RAISES_EXCEPTION")
 
@@ -92,65 +94,155 @@ def test_no_stale_widget_state(path: Path) -> None:
     assert not stale, f"{len(stale)} stale widget models: run `python -m helpers.tidy`"
 
 
-READING_WORDS_PER_MINUTE = 200
-CODE_LINES_PER_MINUTE = 10
-STATED_TIME = re.compile(r"\bAbout (\d+) minutes", re.IGNORECASE)
-CHAPTER_LIMIT_MINUTES = 60
+UNTIL_ISSUE_36 = ("06", "07", "08a", "08b", "09")
+"""Chapters not yet split into a main line and deep dives: their first cells state their time
+(checked below), and the limits wait for issue 36."""
 
 
-def visible_code_lines(source: str) -> int:
-    """Lines a reader must read: not blank, not a comment (an ``#| export`` directive is one)."""
-    lines = (line.strip() for line in source.splitlines())
-    return sum(1 for line in lines if line and not line.startswith("#"))
+def _label(path: Path) -> str:
+    return path.name.split("_", 1)[0]
 
 
-def estimated_minutes(path: Path) -> float:
-    """The course's honest estimate: prose at 200 words a minute, visible code at 10 lines.
-
-    Collapsed cells (``jupyter.source_hidden``) hold plumbing a reader may skip and
-    are not counted. On the chapters of December 2026 this matched two expert
-    readers within about 15% (issues 20 and 21), where a minute per code cell did
-    not: a cell of 35 lines is not read in a minute.
-    """
-    words, lines = 0, 0
-    for cell in json.loads(path.read_text())["cells"]:
-        source = "".join(cell["source"])
-        if cell["cell_type"] == "markdown":
-            words += len(re.findall(r"\w+", source))
-        elif not cell.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
-            lines += visible_code_lines(source)
-    return words / READING_WORDS_PER_MINUTE + lines / CODE_LINES_PER_MINUTE
-
-
-def test_the_estimate_counts_prose_and_visible_code(tmp_path: Path) -> None:
-    """400 words and 25 visible code lines (a blank line, a comment and a collapsed cell
-    do not count) are 2 + 2.5 minutes."""
+def test_the_estimate_counts_prose_code_collapsed_code_and_pictures() -> None:
+    """350 words, 25 visible code lines (a blank line, a comment and a directive do not count),
+    40 collapsed lines and one picture: 2 + 2.5 + 2 + 2 minutes."""
+    picture = {"output_type": "display_data", "data": {"image/png": "", "text/plain": ""}}
     cells = [
-        {"cell_type": "markdown", "source": ["word " * 400]},
+        {"cell_type": "markdown", "metadata": {}, "source": ["word " * 350]},
         {"cell_type": "code", "metadata": {}, "source": ["#| export x\n", "a = 1\n\n"] * 25},
         {"cell_type": "code", "metadata": {"jupyter": {"source_hidden": True}},
-         "source": ["b = 2\n"] * 50},
+         "source": ["b = 2\n"] * 40, "outputs": [picture]},
     ]  # fmt: skip
-    path = tmp_path / "99_x.ipynb"
-    path.write_text(json.dumps({"cells": cells}))
-    assert estimated_minutes(path) == 4.5
+    assert study_time.study_time({"cells": cells}).main == 8.5
+
+
+def test_a_deep_dive_runs_to_the_next_heading_of_its_level() -> None:
+    def markdown(text: str, *tags: str) -> dict:
+        return {"cell_type": "markdown", "metadata": {"tags": list(tags)}, "source": text}
+
+    cells = [
+        markdown("# T"),
+        markdown("## Deep dive: paging\n\n" + "word " * 175, "deep-dive"),
+        markdown("### A part of it\n\n" + "word " * 175, "deep-dive"),
+        markdown("## Summary\n\n" + "word " * 350),
+    ]
+    time = study_time.study_time({"cells": cells})
+    assert [(d.title, d.first, d.end) for d in time.deep_dives] == [("paging", 1, 3)]
+    assert round(time.deep) == 2 and round(time.main) == 2
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_chapter_states_its_time_honestly(path: Path) -> None:
-    """The first cell says how long the chapter takes ("About N minutes"), and N is what the
-    course's estimate gives today: a chapter that grows must say so. Every chapter keeps to
-    an hour (issues 20 and 21): one sitting."""
-    first = "".join(json.loads(path.read_text())["cells"][0]["source"])
-    stated = STATED_TIME.search(first)
-    assert stated, 'the first cell must say "About N minutes to read and run"'
-    estimate = estimated_minutes(path)
-    assert abs(int(stated.group(1)) - estimate) <= max(5, estimate / 10), (
-        f"states {stated.group(1)} minutes; the estimate is {estimate:.0f}"
-    )
-    assert estimate <= CHAPTER_LIMIT_MINUTES, (
-        f"{estimate:.0f} minutes: split the chapter or tighten it"
-    )
+def test_deep_dives_are_tagged_and_listed(path: Path) -> None:
+    """Every cell of a deep dive carries the ``deep-dive`` tag and no other cell does; each deep
+    dive's heading opens its cell (so a learner skipping it skips whole cells); the first cell
+    names each deep dive, so a learner knows what a first pass may skip."""
+    cells = json.loads(path.read_text())["cells"]
+    dives = study_time.deep_dive_sections(cells)
+    inside = {index for dive in dives for index in range(dive.first, dive.end)}
+    tagged = {index for index, cell in enumerate(cells) if study_time.is_deep_dive(cell)}
+    assert sorted(inside - tagged) == [], "cells of a deep dive without the deep-dive tag"
+    assert sorted(tagged - inside) == [], "cells tagged deep-dive outside any deep dive"
+    first = " ".join(study_time.source(cells[0]).split())
+    for dive in dives:
+        opening = study_time.source(cells[dive.first]).lstrip()
+        assert opening.startswith("#" * dive.level + " Deep dive:"), (
+            f"cell {dive.first}: a deep dive's heading must be its cell's first line"
+        )
+        assert dive.title in first, f"the first cell does not list 'Deep dive: {dive.title}'"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_exercise_states_its_minutes(path: Path) -> None:
+    found = study_time.exercises(json.loads(path.read_text())["cells"])
+    assert found, "no numbered exercises (**1.** ...) under the heading 'Exercises'"
+    assert [e.number for e in found] == list(range(1, len(found) + 1)), "exercises 1, 2, 3..."
+    unstated = [e.number for e in found if e.minutes is None]
+    assert unstated == [], f"exercises {unstated}: say '**N.** *(about M minutes)*'"
+
+
+def _close(stated: int | None, computed: float) -> bool:
+    return stated is not None and abs(stated - computed) <= max(2, computed / 10)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_chapter_states_its_study_time(path: Path) -> None:
+    """The first cell states the main line, the deep dives and the exercises as
+    ``book.study_time`` computes them today (within 2 minutes or a tenth): a chapter that grows
+    must say so. The main line fits one sitting (45 minutes), the chapter 90."""
+    notebook = json.loads(path.read_text())
+    time = study_time.study_time(notebook)
+    stated = study_time.stated(study_time.source(notebook["cells"][0]))
+    expected = f"state: '{time.sentence()}'"
+    assert _close(stated["main"], time.main), expected
+    assert _close(stated["deep"], time.deep), expected
+    assert stated["exercises"] == time.exercise_minutes, expected
+    if _label(path) in UNTIL_ISSUE_36:
+        return
+    assert time.main <= study_time.MAIN_LINE_LIMIT, f"main line {time.main:.0f} minutes"
+    assert time.whole <= study_time.CHAPTER_LIMIT, f"whole chapter {time.whole:.0f} minutes"
+
+
+def test_the_issue_36_list_holds_only_chapters_over_their_limits() -> None:
+    """A chapter taken off the known list is held to the limits; one that keeps to them must
+    leave the list."""
+    for path in NOTEBOOKS:
+        if _label(path) in UNTIL_ISSUE_36:
+            time = study_time.read(path)
+            over = time.main > study_time.MAIN_LINE_LIMIT or time.whole > study_time.CHAPTER_LIMIT
+            assert over, f"{path.name} keeps to the limits: take it off UNTIL_ISSUE_36"
+
+
+SANITIZER = Path(__file__).resolve().parent / "nbval-sanitize.cfg"
+MASKED_WITHOUT_ASSERT_UNTIL_ISSUE_36 = {
+    "06_reconcile_loop.ipynb": {23, 29},
+    "07_from_deployment_to_pod.ipynb": {6, 8, 26},
+    "08a_controller_as_a_program.ipynb": {8},
+    "09_testing_a_controller.ipynb": {16, 18, 32, 40},
+}
+"""Cells of chapters 06-09 whose stored output the sanitizer masks and which assert nothing yet
+(issue 36 gives each an assert). The list is exact: a new one fails, a fixed one must leave."""
+
+
+def _output_texts(cell: dict) -> list[str]:
+    texts = []
+    for output in cell.get("outputs", []):
+        text = output.get("text") or output.get("data", {}).get("text/plain", "")
+        texts.append("".join(text) if isinstance(text, list) else text)
+    return texts
+
+
+def masked_cells_without_assert(notebook: dict, patterns: list[tuple[str, str]]) -> set[int]:
+    """Indexes of the code cells whose stored output a sanitizer pattern changes (so nbval no
+    longer compares what it masked) and whose source asserts nothing."""
+    found = set()
+    for index, cell in enumerate(notebook["cells"]):
+        if cell["cell_type"] != "code" or re.search(r"\bassert\b", "".join(cell["source"])):
+            continue
+        for text in _output_texts(cell):
+            if any(re.sub(regex, replace, text) != text for regex, replace in patterns):
+                found.add(index)
+    return found
+
+
+def test_a_masked_output_without_an_assert_is_found() -> None:
+    cell = {"cell_type": "code", "source": "print(n)", "outputs": [{"text": "7 syncs"}]}
+    asserted = {**cell, "source": "print(n)\nassert n < 30"}
+    patterns = [(r"\d+ syncs", "N syncs")]
+    assert masked_cells_without_assert({"cells": [cell, asserted]}, patterns) == {0}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_masked_output_has_an_assert(path: Path) -> None:
+    """nbval compares a masked value with nothing: the cell must assert what it must satisfy
+    (``syncs < 30``, the cache's version older than the written one), or a wrong lesson passes
+    CI. Every sanitizer rule counts, a port or a UID too (assert it is the one the cell made)."""
+    from nbval.plugin import get_sanitize_patterns
+
+    patterns = get_sanitize_patterns(SANITIZER.read_text())
+    found = masked_cells_without_assert(json.loads(path.read_text()), patterns)
+    known = MASKED_WITHOUT_ASSERT_UNTIL_ISSUE_36.get(path.name, set())
+    assert sorted(found - known) == [], "masked output, no assert: assert what the value must be"
+    assert sorted(known - found) == [], "fixed: take these cells off the issue-36 list"
 
 
 PICTURE_TYPES = ("image/png", "image/svg+xml", "application/vnd.jupyter.widget-view+json")
