@@ -2,7 +2,8 @@
 
 Chapters are found by their file name (``notebooks/[0-9]*.ipynb``), never listed by hand, so a
 new chapter or a renamed one is in the book at the next build. A chapter page says how long
-the chapter takes (the "About N minutes" statement of its first cell), what it needs (a
+the chapter takes (the "Study time: ..." statement of its first cell, and each deep dive's
+minutes), what it needs (a
 cluster, and the earlier chapters whose modules it imports), and where each exercise's
 solution is (the ``notebooks/solutions/chNN.py`` definition the exercise's check is given).
 """
@@ -17,10 +18,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from book import study_time
 from helpers.errors import CourseError
 
 CHAPTER_PATTERN = "[0-9]*.ipynb"
-READING_TIME = re.compile(r"About \d+ minutes[^.:;(]*")
+READING_TIME = re.compile(r"Study time: [^.]*")
 EXPORT = re.compile(r"^#\| export (helpers/\S+\.py)\s*$", re.MULTILINE)
 EXERCISES_PACKAGE = "helpers.exercises"
 
@@ -64,14 +66,24 @@ class Chapter:
 
     @cached_property
     def reading_time(self) -> str:
-        """The first cell's statement, to its first clause: ``About 57 minutes to read and run``."""
+        """The first cell's statement, to its first full stop: ``Study time: main line about 41
+        minutes, deep dives about 37 minutes, exercises about 45 minutes``."""
         found = READING_TIME.search(" ".join(self.first_cell.split()))
         if found is None:
             raise CourseError(
                 f"{self.path.name} does not say in its first cell how long it takes.",
-                "state it there as tests/test_chapter_rules.py asks: 'About N minutes ...'.",
+                "state it there as book/study_time.py words it: 'Study time: main line about N "
+                "minutes, ...'.",
             )
-        return found.group(0).strip(" ,")
+        return found.group(0).strip(" ,*")
+
+    @cached_property
+    def deep_dives(self) -> dict[str, int]:
+        """Each deep dive's title (after "Deep dive: ") and its minutes, in order."""
+        return {
+            dive.title: round(dive.minutes)
+            for dive in study_time.deep_dive_sections(self.notebook["cells"])
+        }
 
     @property
     def first_cell(self) -> str:

@@ -8,6 +8,12 @@ becomes ``<details class="cfs-solution"><summary>Show a solution to exercise 2</
 </details>``: folded without any script, opened by a click or the keyboard, and found by the
 browser's search in page once opened.
 
+A chapter's deep dives (its sections whose title starts with "Deep dive:") are folded the same
+way, under one line that gives their minutes: ``<details class="cfs-deep-dive"><summary>Deep
+dive: Paging a large list · about 6 minutes</summary><section id=...>...</section></details>``.
+The section keeps its anchor inside, and a browser opens a ``<details>`` when a link or a search
+in page leads into it.
+
 A chapter's pictures are drawn for a notebook about 1,000 px wide; a page column is narrower
 (on a phone, a third of that), so each picture links to its file, which a browser shows at its
 own size. Its alt text is what the output says it shows (``book.stage.picture_texts``), not the
@@ -22,12 +28,15 @@ from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.osutil import relative_uri
 from sphinx.writers.html5 import HTML5Translator
 
-from book.stage import PICTURE_TEXTS
+from book.stage import DEEP_DIVES, PICTURE_TEXTS
+
+DEEP_DIVE_PREFIX = "Deep dive: "
 
 
 class folded(nodes.General, nodes.Element):  # docutils names its nodes in lower case
@@ -57,6 +66,25 @@ class SolutionDirective(SphinxDirective):
         return [node]
 
 
+class FoldDeepDives(SphinxTransform):
+    """Put each deep-dive section of a chapter behind a summary line with its minutes."""
+
+    default_priority = 500
+
+    def apply(self, **kwargs: Any) -> None:
+        minutes = _json(self.app, DEEP_DIVES).get(self.env.docname, {})
+        for section in list(self.document.findall(nodes.section)):
+            title = section.next_node(nodes.title)
+            text = title.astext() if title is not None else ""
+            if not text.startswith(DEEP_DIVE_PREFIX):
+                continue
+            name = text.removeprefix(DEEP_DIVE_PREFIX)
+            summary = f"{text} · about {minutes[name]} minutes" if name in minutes else text
+            fold = folded(summary=summary, classes=["cfs-deep-dive"])
+            section.replace_self(fold)
+            fold.append(section)
+
+
 class LinkPicturesToTheirFiles(SphinxPostTransform):
     """Wrap each picture in a link to its file in ``_images/``, where Sphinx copies it."""
 
@@ -65,7 +93,7 @@ class LinkPicturesToTheirFiles(SphinxPostTransform):
 
     def run(self, **kwargs: Any) -> None:
         here = self.app.builder.get_target_uri(self.env.docname)
-        texts = _picture_texts(self.app)
+        texts = _json(self.app, PICTURE_TEXTS)
         for image in list(self.document.findall(nodes.image)):
             known = self.env.images.get(image["uri"])
             if known is None or isinstance(image.parent, nodes.reference):
@@ -79,13 +107,15 @@ class LinkPicturesToTheirFiles(SphinxPostTransform):
             link.append(image)
 
 
-def _picture_texts(app: Sphinx) -> dict[str, str]:
-    path = Path(app.srcdir) / PICTURE_TEXTS
+def _json(app: Sphinx, name: str) -> dict[str, Any]:
+    """One of the files ``book.stage`` writes beside the sources, or {} if there is none."""
+    path = Path(app.srcdir) / name
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_node(folded, html=(visit_folded, depart_folded))
     app.add_directive("solution", SolutionDirective)
+    app.add_transform(FoldDeepDives)
     app.add_post_transform(LinkPicturesToTheirFiles)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

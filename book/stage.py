@@ -10,6 +10,8 @@ for a reader who cannot run it.
   stops (``helpers.widgets``); without the notebook's kernel a widget would be an empty box.
 * The first cell gets a box under the title: how long the chapter takes, what it needs, and how
   to run it.
+* Each deep dive (a section whose heading starts with "Deep dive:") is folded on the page under
+  one line with its minutes (``book/extension.py``, from ``deep-dives.json`` written here).
 * Each exercise's check cell is followed by its solution (from ``notebooks/solutions/``),
   folded.
 
@@ -49,6 +51,9 @@ README_INTRO_END = "## Everyday commands"
 what a learner needs (its local control plane, which the two commands mention)."""
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 BACKTICKS = re.compile(r"`{3,}")
+DEEP_DIVES = "deep-dives.json"
+"""Written beside the sources: each chapter's deep dives and their minutes, by the page's name,
+for the line that folds each one (``book/extension.py``)."""
 PICTURE_TEXTS = "picture-texts.json"
 """Written beside the sources: what each stored picture shows, by the SHA-256 of its bytes (the
 name myst-nb gives its file), for its alt text (``book/extension.py``)."""
@@ -59,6 +64,8 @@ def stage(root: Path, into: Path) -> list[Chapter]:
     chapters = read_chapters(root / "notebooks")
     (into / "notebooks").mkdir(parents=True)
     texts: dict[str, str] = {}
+    dives = {f"notebooks/{chapter.name}": chapter.deep_dives for chapter in chapters}
+    (into / DEEP_DIVES).write_text(json.dumps(dives, indent=1, ensure_ascii=False))
     for chapter in chapters:
         notebook = for_the_book(chapter, chapters, root / "notebooks" / "solutions")
         text = json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
@@ -105,9 +112,9 @@ def front_page(root: Path) -> str:
 
 Every output on these pages is the one stored in the notebooks, which `make test` checks
 against a real run with [nbval](https://github.com/computationalmodelling/nbval); nothing was
-run to build the site. To run a chapter yourself, see the box at its top. Collapsed cells hold
-plumbing you may skip ("Show the collapsed code" opens one), and each exercise's solution is
-folded under it.
+run to build the site. To run a chapter yourself, see the box at its top. Each chapter's deep
+dives (what a first pass may skip) are folded with their minutes, collapsed cells hold plumbing
+("Show the collapsed code" opens one), and each exercise's solution is folded under it.
 
 ```{{toctree}}
 :caption: Chapters
@@ -167,7 +174,8 @@ def chapter_box(chapter: Chapter, chapters: list[Chapter]) -> str:
     return f"""```{{admonition}} This chapter
 :class: cfs-chapter-box
 
-**Time:** {chapter.reading_time} (how it is measured: just below).
+**Time:** {chapter.reading_time} (how it is measured: just below). Each deep dive is folded,
+with its minutes: a first pass may skip them.
 
 **Needs:** {"; ".join(needed)}.
 ```

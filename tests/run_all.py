@@ -3,11 +3,15 @@
 1. ``ruff`` over the whole tree.
 2. ``python -m helpers.cluster up --backend local``: build (cached) and start
    the real control plane. Its log shows each step with elapsed time.
-3. One pytest run: the unit tests, the tests against the cluster, and every
+3. ``go mod download`` in tests/upstream: the upstream sources the chapters
+   link to (client-go, Kubernetes, sample-controller, controller-runtime at the
+   pinned versions), so tests/test_upstream_links.py checks every link and is
+   never skipped here (``CFS_REQUIRE_UPSTREAM_SOURCES=1``).
+4. One pytest run: the unit tests, the tests against the cluster, and every
    notebook under strict nbval with the sanitizer file. The summary at the
    end lists failures, errors, and every skipped or expected-to-fail test with
    its reason (``-rfEsxX``): a skip must never pass as a silent "s".
-4. Stop the cluster again, unless it was already running before (a learner's
+5. Stop the cluster again, unless it was already running before (a learner's
    or maintainer's cluster is left as it was found). This happens also when
    ``up`` failed half way, since it may have started processes by then.
 """
@@ -24,6 +28,7 @@ from pathlib import Path
 from helpers.cluster.backends import recorded_backend
 from helpers.cluster.local import LocalCluster
 from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
+from tests import upstream_links
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -45,15 +50,22 @@ def main() -> int:
         print("ruff found problems: run `.venv/bin/ruff check --fix . && .venv/bin/ruff format .`")
         return 1
     up = [sys.executable, "-m", "helpers.cluster", "up", "--backend", "local"]
-    code = with_cluster(
-        CourseHome.from_environment(),
-        DEFAULT_CLUSTER_NAME,
-        up,
-        lambda env: run(*PYTEST, env=env),
-    )
+    code = with_cluster(CourseHome.from_environment(), DEFAULT_CLUSTER_NAME, up, run_tests)
     minutes, seconds = divmod(int(time.monotonic() - started), 60)
     print(f"\nmake test finished in {minutes}m{seconds:02d}s with exit code {code}")
     return code
+
+
+def run_tests(env: dict[str, str]) -> int:
+    """The pytest run, once the pinned upstream sources are in the Go module cache."""
+    print("\n$ go mod download  (in tests/upstream: the sources the chapters link to)", flush=True)
+    try:
+        upstream_links.download_pinned_sources()
+    except (OSError, subprocess.CalledProcessError) as error:
+        print(f"error: the upstream sources could not be downloaded ({error}).")
+        print("next step: check `go env GOPROXY` and the network, then run make test again.")
+        return 2
+    return run(*PYTEST, env={**env, "CFS_REQUIRE_UPSTREAM_SOURCES": "1"})
 
 
 def with_cluster(

@@ -281,6 +281,15 @@ def test_collapsed_cells_solutions_and_widgets_are_folded_or_pictured(site: Path
         assert all(label in page.text for label in labels), f"{path.name}: {labels}"
 
 
+def test_every_deep_dive_is_folded_with_its_minutes(site: Path) -> None:
+    for path in CHAPTERS:
+        chapter = Chapter(path, _load(path))
+        page = _page(_chapter_page(site, path))
+        assert page.count("cfs-deep-dive") == len(chapter.deep_dives), path.name
+        for title, minutes in chapter.deep_dives.items():
+            assert _plain(f"Deep dive: {title} · about {minutes} minutes") in page.text, title
+
+
 def test_search_index_covers_every_chapter(site: Path) -> None:
     assert (site / "search.html").exists()
     index = (site / "searchindex.js").read_text(encoding="utf-8")
@@ -300,6 +309,27 @@ def test_a_broken_link_in_a_chapter_fails_the_build(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
 
 
+def test_a_deep_dive_is_folded_under_its_title_and_minutes(tmp_path: Path) -> None:
+    """A chapter's deep dive becomes one folded block whose line gives its minutes (here 350
+    words and a short section: 2 minutes), holding its section and subsections; the sections
+    around it stay as they were."""
+    course = _small_course(tmp_path / "course", link="01_second.ipynb")
+    out = tmp_path / "o"
+    built = subprocess.run(
+        [sys.executable, "-m", "book.build", "--root", str(course), "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stdout + built.stderr
+    html = (out / "notebooks" / "01_second.html").read_text(encoding="utf-8")
+    folded = re.search(r'<details class="cfs-deep-dive">\s*<summary>(.*?)</summary>(.*?)</details>',
+                       html, re.S)  # fmt: skip
+    assert folded, "no folded deep dive on the page"
+    assert folded.group(1) == "Deep dive: Paging · about 2 minutes"
+    assert "Why 500" in folded.group(2) and "What it does" not in folded.group(2)
+    assert "Clean up" not in folded.group(2) and "Clean up" in html
+    assert 'id="deep-dive-paging"' in folded.group(2), "the section keeps its anchor"
+
+
 def _small_course(root: Path, link: str) -> Path:
     """A course of two chapters, with the pages the book expects around them."""
     (root / "notebooks" / "solutions").mkdir(parents=True)
@@ -313,10 +343,16 @@ def _small_course(root: Path, link: str) -> Path:
     )
     for name, cells in {
         "00_first": [
-            _markdown(f"# 00 · First\n\n*About 5 minutes to read.*\n\nOn to [the next]({link}).\n"),
+            _markdown(f"# 00 · First\n\n*{STUDY_TIME}*\n\nOn to [the next]({link}).\n"),
             _code("from helpers.exercises import ch00\n\nanswer_1 = None\nch00.check_1(answer_1)"),
         ],
-        "01_second": [_markdown("# 01 · Second\n\n*About 3 minutes to read.*\n")],
+        "01_second": [
+            _markdown(f"# 01 · Second\n\n*{STUDY_TIME}*\n\nDeep dives: *Paging*.\n"),
+            _markdown("## What it does\n\nIt pages."),
+            _deep_dive_markdown("## Deep dive: Paging\n\n" + "word " * 350),
+            _deep_dive_markdown("### Why 500\n\nA page of 500."),
+            _markdown("## Clean up\n\nNothing to clean."),
+        ],
     }.items():
         metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3"},
                     "language_info": {"name": "python"}}  # fmt: skip
@@ -325,8 +361,15 @@ def _small_course(root: Path, link: str) -> Path:
     return root
 
 
+STUDY_TIME = "Study time: main line about 5 minutes, no deep dives, exercises about 5 minutes."
+
+
 def _markdown(source: str) -> dict[str, Any]:
     return {"cell_type": "markdown", "id": _id(source), "metadata": {}, "source": source}
+
+
+def _deep_dive_markdown(source: str) -> dict[str, Any]:
+    return {**_markdown(source), "metadata": {"tags": ["deep-dive"]}}
 
 
 def _code(source: str) -> dict[str, Any]:
@@ -354,7 +397,7 @@ def test_make_book_writes_where_git_ignores_and_the_workflow_publishes() -> None
 
 
 def _chapter(name: str, *sources: str, first: str = "") -> Chapter:
-    cells = [_markdown(first or f"# {name}\n\n*About 9 minutes to read.*")]
+    cells = [_markdown(first or f"# {name}\n\n*{STUDY_TIME}*")]
     cells += [_code(source) for source in sources]
     return Chapter(Path(f"{name}.ipynb"), {"cells": cells, "metadata": {}})
 
@@ -374,8 +417,15 @@ def test_a_chapter_needs_the_earlier_chapters_whose_modules_it_imports() -> None
 
 
 def test_the_reading_time_is_the_first_cells_statement() -> None:
-    chapter = _chapter("x", first="# X\n\n*About 57 minutes to read and\nrun: 19 of prose.*")
-    assert chapter.reading_time == "About 57 minutes to read and run"
+    chapter = _chapter(
+        "x",
+        first="# X\n\n*Study time: main line about 41 minutes, deep dives about\n37 minutes, "
+        "exercises about 45 minutes. Run All takes about 9 s.*",
+    )
+    assert chapter.reading_time == (
+        "Study time: main line about 41 minutes, deep dives about 37 minutes, "
+        "exercises about 45 minutes"
+    )
     with pytest.raises(CourseError, match="how long it takes"):
         _ = _chapter("y", first="# Y\n\nNo time given.").reading_time
 
@@ -632,6 +682,20 @@ def test_a_chapter_in_chromium(browser: Any, served: str, chapter: Path, width: 
             first = blocks.first
             first.locator("summary").click()
             assert first.locator("pre").first.is_visible(), f"a {what} does not open"
+
+        dives = page.locator("details.cfs-deep-dive")
+        if Chapter(chapter, _load(chapter)).deep_dives:
+            assert dives.count() > 0, f"{chapter.name}: its deep dives are not folded"
+            for index in range(dives.count()):
+                assert dives.nth(index).get_attribute("open") is None, f"deep dive {index} is open"
+            dives.first.locator("summary").click()
+            assert dives.first.locator("section p").first.is_visible(), "a deep dive does not open"
+            dives.first.locator("summary").click()
+            anchor = dives.last.locator("section").first.get_attribute("id")
+            page.goto(f"{served}/notebooks/{chapter.stem}.html#{anchor}", wait_until="load")
+            page.wait_for_function(
+                f"document.getElementById('{anchor}').closest('details').open"
+            )  # a link to a section inside a deep dive opens it
 
         shots = os.environ.get("CFS_BOOK_SCREENSHOTS")
         if shots:
