@@ -202,11 +202,15 @@ def read(path: Path) -> StudyTime:
 def main(arguments: list[str]) -> int:
     for argument in arguments:
         time = read(Path(argument))
-        print(f"{Path(argument).name}: main line {time.main:.1f}, deep dives {time.deep:.1f}, "
-              f"whole {time.whole:.1f} minutes; exercises {time.exercise_minutes} minutes")
+        print(
+            f"{Path(argument).name}: main line {time.main:.1f}, deep dives {time.deep:.1f}, "
+            f"whole {time.whole:.1f} minutes; exercises {time.exercise_minutes} minutes"
+        )
         for dive in time.deep_dives:
-            print(f"  Deep dive: {dive.title} (cells {dive.first}-{dive.end - 1}), "
-                  f"about {dive.minutes:.0f} minutes")
+            print(
+                f"  Deep dive: {dive.title} (cells {dive.first}-{dive.end - 1}), "
+                f"about {dive.minutes:.0f} minutes"
+            )
         for exercise in time.exercises:
             if exercise.minutes is None:
                 print(f"  exercise {exercise.number} states no minutes")

@@ -50,7 +50,9 @@ URL = re.compile(
     r"https://github\.com/(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)/(?P<kind>blob|tree)/"
     r"(?P<tag>[^/\s)\"'>]+)/(?P<path>[^\s#)\"'>]+)(?:#L(?P<start>\d+)(?:-L(?P<end>\d+))?)?"
 )
-MARKDOWN_LINK = re.compile(r"\[(?P<text>(?:[^\[\]]|\[[^\]]*\])+)\]\((?P<url>https://github\.com/[^)\s]+)\)")
+MARKDOWN_LINK = re.compile(
+    r"\[(?P<text>(?:[^\[\]]|\[[^\]]*\])+)\]\((?P<url>https://github\.com/[^)\s]+)\)"
+)
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -198,7 +200,8 @@ def source_file(link: Link) -> tuple[Path, str] | str:
     if source is None:
         return f"{repository} is not pinned in tests/upstream/go.mod"
     if parts.group("tag") != source.version:
-        return f"tag {parts.group('tag')} is not the pinned version {source.version} of {repository}"
+        pinned = f"the pinned version {source.version} of {repository}"
+        return f"tag {parts.group('tag')} is not {pinned}"
     if source.python:
         path = path.removeprefix("kubernetes/").removeprefix("base/")
     return source.directory / path, source.version
@@ -221,7 +224,11 @@ def defines(lines: Iterable[str], name: str, python: bool) -> bool:
     """Whether one of ``lines`` defines ``name``."""
     n = re.escape(name)
     if python:
-        patterns = [rf"^\s*(async\s+)?def\s+{n}\b", rf"^\s*class\s+{n}\b", rf"^\s*(self\.)?{n}\s*(:[^=]*)?="]
+        patterns = [
+            rf"^\s*(async\s+)?def\s+{n}\b",
+            rf"^\s*class\s+{n}\b",
+            rf"^\s*(self\.)?{n}\s*(:[^=]*)?=",
+        ]
     else:
         patterns = [
             rf"^func\s+(\([^)]*\)\s*)?{n}\s*[\[(]",  # a function or a method
