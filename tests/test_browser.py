@@ -301,3 +301,58 @@ def test_chapter_04_queue_plot_moves_while_the_kernel_works(browser: Any, lab: s
         pytest.fail(f"error output in the chapter: {run.errors[0][:500]}\n{state}")
     assert len(run.busy_frames()) >= 3, "the queue plot did not move while the burst ran"
     assert run.static_images >= 2
+
+
+DIRTY_TAB = ".lm-TabBar-tab.jp-mod-dirty"
+TWO_FRAMES = "new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+def put_notebook(lab: str, path: str, notebook: dict[str, Any]) -> None:
+    """Save ``notebook`` at ``path`` through JupyterLab's server, as the file browser would."""
+    body = json.dumps({"type": "notebook", "format": "json", "content": notebook}).encode()
+    request = urllib.request.Request(
+        f"{lab}/api/contents/{path}?token={TOKEN}", data=body, method="PUT",
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    urllib.request.urlopen(request, timeout=30).close()
+
+
+@pytest.mark.cluster
+def test_every_chapter_opens_unmodified(browser: Any, lab: str) -> None:
+    """Opening a chapter changes nothing a learner would be asked to save. When the kernel
+    connects, JupyterLab writes the kernel's name and language (its Python version) into the
+    notebook's metadata, on the kernel's info reply; a stored value that differs marks the
+    notebook modified. So each chapter is opened, the kernel's info reply awaited on the
+    websocket (and two frames for the page to apply it), and its tab must carry no modified
+    mark. One more notebook is stored as from another machine ("Python 3", Python 3.12.0): the
+    course's server hands it out as this kernel reports itself (jupyter/), so it opens unmodified
+    too."""
+    chapters = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
+    other = json.loads(chapters[0].read_text())
+    other["metadata"]["kernelspec"]["display_name"] = "Python 3"
+    other["metadata"]["language_info"]["version"] = "3.12.0"
+    put_notebook(lab, "notebooks/zz_another_python.ipynb", other)
+    dirty = []
+    for name in [path.name for path in chapters] + ["zz_another_python.ipynb"]:
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        replies: list[bool] = []
+
+        def on_frame(payload: bytes | str, replies: list[bool] = replies) -> None:
+            data = payload if isinstance(payload, bytes) else payload.encode()
+            if b"kernel_info_reply" in data:
+                replies.append(True)
+
+        page.on("websocket", lambda socket: socket.on("framereceived", on_frame))
+        try:
+            page.goto(f"{lab}/lab/tree/notebooks/{name}?reset&token={TOKEN}")
+            page.wait_for_selector(IDLE, timeout=90_000)
+            deadline = time.monotonic() + 60
+            while not replies:  # Playwright delivers frames while the page waits
+                assert time.monotonic() < deadline, f"{name}: no kernel info reply in 60 s"
+                page.wait_for_timeout(50)
+            page.evaluate(TWO_FRAMES)
+            if page.locator(DIRTY_TAB).count():
+                dirty.append(name)
+        finally:
+            page.close()
+    assert dirty == [], f"marked modified as they opened: {dirty}"

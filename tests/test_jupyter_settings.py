@@ -39,3 +39,53 @@ def test_kernels_get_curve_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     app.load_config_file()
     manager = MappingKernelManager(config=app.config)
     assert manager.transport_encryption == "auto"
+
+
+def test_notebooks_are_handed_out_as_the_kernel_reports_itself(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A chapter stored with another kernel name or Python version reaches JupyterLab with the
+    installed kernel's and this Python's (so JupyterLab, writing them when the kernel connects,
+    changes nothing and does not mark it modified); the file on disk is left as it was."""
+    import asyncio
+    import json
+    import platform
+
+    from jupyter_server.serverapp import ServerApp
+
+    from helpers.tidy import installed_kernelspec
+
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(SETTINGS))
+    app = ServerApp()
+    app.load_config_file()
+    manager_class = app.config.ServerApp.contents_manager_class
+    assert manager_class.__name__ == "CourseContentsManager"
+    stored = {
+        "cells": [],
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python", "version": "3.12.0"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    text = json.dumps(stored)
+    (tmp_path / "chapter.ipynb").write_text(text)
+    manager = manager_class(root_dir=str(tmp_path))
+    model = asyncio.run(manager.get("chapter.ipynb"))
+    metadata = model["content"]["metadata"]
+    assert metadata["kernelspec"] == installed_kernelspec()
+    assert metadata["language_info"]["version"] == platform.python_version()
+    assert (tmp_path / "chapter.ipynb").read_text() == text
+
+
+def test_chapters_store_the_installed_kernels_name() -> None:
+    """What `python -m helpers.tidy` writes: the kernelspec JupyterLab would write on opening."""
+    import json
+
+    from helpers.tidy import installed_kernelspec
+
+    expected = installed_kernelspec()
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")):
+        stored = json.loads(path.read_text())["metadata"]["kernelspec"]
+        assert stored == expected, f"{path.name}: run `python -m helpers.tidy {path}`"

@@ -34,3 +34,15 @@ def test_nothing_shown_drops_the_widget_metadata() -> None:
     nb = notebook([], {"frame": model(), "other": model()})
     assert prune_widget_state(nb) == 2
     assert "widgets" not in nb["metadata"]
+
+
+def test_the_stored_kernel_is_named_as_the_installed_one_names_itself() -> None:
+    """JupyterLab rewrites a differing kernelspec when the kernel connects, marking the chapter
+    modified: tidy stores the installed kernel's, and says whether that changed anything."""
+    from helpers.tidy import installed_kernelspec, name_the_kernel
+
+    spec = installed_kernelspec()
+    stored = {"metadata": {"kernelspec": {**spec, "display_name": "Python 3"}}}
+    assert name_the_kernel(stored, spec) is True
+    assert stored["metadata"]["kernelspec"] == spec
+    assert name_the_kernel(stored, spec) is False
