@@ -82,7 +82,7 @@ class Backoff:
         self._clock: Clock = clock if clock is not None else RealClock()
         self._rng: RandomSource = rng if rng is not None else random.Random()
         self._lock = threading.Lock()
-        self._base = min(initial, cap)  # the un-jittered delay the next step will use
+        self._base = initial  # the un-jittered delay the next step hands out
         self._last_backoff: float | None = None
 
     @property
@@ -93,14 +93,16 @@ class Backoff:
     def next_delay(self) -> float:
         """The next delay in seconds, advancing the sequence (client-go ``Backoff.Step``).
 
-        The base doubles (times ``factor``) up to ``cap``; the returned delay is
-        the base plus ``rand * jitter * base``. If more than ``reset_after``
-        seconds passed since the previous call, the sequence starts over.
+        The returned delay is the base plus ``rand * jitter * base``; the next base
+        is this one times ``factor``, capped at ``cap``. As in client-go's ``delay()``,
+        only that growth is capped: an ``initial`` above the cap is handed out once,
+        as it is. If more than ``reset_after`` seconds passed since the previous
+        call, the sequence starts over.
         """
         with self._lock:
             now = self._clock.now()
             if self._last_backoff is not None and now - self._last_backoff > self.reset_after:
-                self._base = min(self.initial, self.cap)
+                self._base = self.initial
             self._last_backoff = now
             base = self._base
             self._base = min(base * self.factor, self.cap)
@@ -111,7 +113,7 @@ class Backoff:
     def reset(self) -> None:
         """Start the sequence over, as if the last backoff were long ago."""
         with self._lock:
-            self._base = min(self.initial, self.cap)
+            self._base = self.initial
             self._last_backoff = None
 
     def wait(self, stop: StopEvent) -> bool:

@@ -256,10 +256,12 @@ class Indexer:
             return sorted(self._indices[index_name].get(value, ()))
 
     def list_index_func_values(self, index_name: str) -> list[str]:
-        """Return every value the named index currently holds, sorted (``ListIndexFuncValues``)."""
+        """Return every value the named index currently holds, sorted (``ListIndexFuncValues``).
+
+        An index that was never registered holds no values: ``[]``, as in client-go.
+        """
         with self._lock:
-            self._indexer(index_name)
-            return sorted(self._indices[index_name])
+            return sorted(self._indices.get(index_name, ()))
 
     def get_indexers(self) -> dict[str, IndexFunc]:
         """Return a copy of the registered index functions (client-go ``GetIndexers``)."""
