@@ -4,27 +4,38 @@
 
 """Exponential backoff with jitter, reset after a quiet spell.
 
-client-go counterpart: ``apimachinery/pkg/util/wait`` (``Backoff``, ``Backoff.Step``,
-``Backoff.DelayWithReset``) as the reflector uses it in ``tools/cache/reflector.go``
-(since client-go 0.36; ``wait.NewExponentialBackoffManager`` before): start at
-800 ms, double each time, add up to 100 % random jitter, cap the base at 30 s, and
-start again from 800 ms every 2 minutes.
+client-go counterpart: ``apimachinery/pkg/util/wait`` at v0.36.3: a ``Backoff``
+whose ``Step`` hands out the delays (the arithmetic is ``delay()``), reset by
+``DelayWithReset``, as the reflector builds it in ``NewReflectorWithOptions``:
+start at 800 ms, double each time, add up to 100 % random jitter, cap at 30 s,
+and start again from 800 ms after 2 minutes.
+https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/util/wait/backoff.go#L30-L53
+https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/util/wait/backoff.go#L58-L65
+https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/util/wait/backoff.go#L98-L126
+https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/util/wait/backoff.go#L135-L153
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L296-L371
 
 Why: a reflector that cannot reach the API server (refused connection, 403,
 429, 410 storm) must not retry in a hot loop. Thousands of informers retrying
 at the same instant would keep a recovering API server down, so each retry
 waits longer than the last, and jitter spreads the retries of many clients.
 
-Like client-go, jitter is added *after* the cap: at the cap the delay lies in
+Like client-go's ``delay()``, the cap limits only the growth: each next base is
+the last one times the factor, at most the cap, so an ``initial`` above the cap
+is handed out once as it is (5 s, 3 s, 3 s for 5 s, factor 2, cap 3 s). And the
+jitter is added *after* the cap: at the cap the delay lies in
 ``[cap, cap * (1 + jitter))``, i.e. 30 to 60 s with the defaults. Capping the
 jittered value instead would make every client that reached the cap retry at
 exactly 30 s, in lock step, which is what jitter exists to prevent.
 
-One deliberate difference: since 0.36 client-go resets the backoff when
+Where we differ: client-go's reset (``backoffManager.Step``) starts over when
 ``resetInterval`` has passed since the *last reset*, so a reflector that fails
-without pause still starts over every 2 minutes; we reset when ``reset_after`` has
-passed since the *last backoff*, i.e. after a calm spell, which is what the reset
-is meant to detect (and what client-go's backoff manager did up to 0.35).
+without pause still starts over every 2 minutes; we reset when ``reset_after``
+has passed since the *last backoff*, i.e. after a calm spell, which is what the
+reset is meant to detect. We have no ``Steps`` (the base grows until the cap, as
+with the reflector's), and ``cap=0`` means delays of 0 here, where client-go's
+zero ``Cap`` means no cap.
+https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/util/wait/backoff.go#L292-L304
 
 Waiting goes through a :class:`helpers.clock.Clock`, so tests step a
 ``FakeClock`` instead of sleeping, and through the :class:`~helpers.clock.StopEvent` of
@@ -55,8 +66,7 @@ class RandomSource(Protocol):
 class Backoff:
     """Hands out growing delays, and waits them out (client-go ``wait.Backoff`` + reset).
 
-    Thread-safe: several threads may share one backoff, as in client-go, and then
-    every caller advances the same sequence.
+    Thread-safe: threads that share one backoff advance the same sequence, as in client-go.
     """
 
     def __init__(
@@ -82,7 +92,7 @@ class Backoff:
         self._clock: Clock = clock if clock is not None else RealClock()
         self._rng: RandomSource = rng if rng is not None else random.Random()
         self._lock = threading.Lock()
-        self._base = min(initial, cap)  # the un-jittered delay the next step will use
+        self._base = initial  # the un-jittered delay the next step hands out
         self._last_backoff: float | None = None
 
     @property
@@ -93,14 +103,13 @@ class Backoff:
     def next_delay(self) -> float:
         """The next delay in seconds, advancing the sequence (client-go ``Backoff.Step``).
 
-        The base doubles (times ``factor``) up to ``cap``; the returned delay is
-        the base plus ``rand * jitter * base``. If more than ``reset_after``
-        seconds passed since the previous call, the sequence starts over.
+        The base plus ``rand * jitter * base``; the next base is this one times ``factor``,
+        at most ``cap``. After more than ``reset_after`` seconds without a call, it starts over.
         """
         with self._lock:
             now = self._clock.now()
             if self._last_backoff is not None and now - self._last_backoff > self.reset_after:
-                self._base = min(self.initial, self.cap)
+                self._base = self.initial
             self._last_backoff = now
             base = self._base
             self._base = min(base * self.factor, self.cap)
@@ -111,7 +120,7 @@ class Backoff:
     def reset(self) -> None:
         """Start the sequence over, as if the last backoff were long ago."""
         with self._lock:
-            self._base = min(self.initial, self.cap)
+            self._base = self.initial
             self._last_backoff = None
 
     def wait(self, stop: StopEvent) -> bool:

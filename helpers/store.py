@@ -4,18 +4,49 @@
 
 """The informer's cache: a thread-safe, indexed store of API objects.
 
-client-go counterpart: ``tools/cache`` - ``store.go`` (keys, ``cache``),
-``thread_safe_store.go`` (``threadSafeMap`` and ``storeIndex``), ``index.go``
-(``Indexers``, ``MetaNamespaceIndexFunc``) and ``controller.go``
-(``DeletedFinalStateUnknown``, ``DeletionHandlingMetaNamespaceKeyFunc``).
+client-go counterparts, in ``tools/cache`` at v0.36.3:
 
-Objects are the raw JSON dicts the API server returns. The store never copies
-them: ``get_by_key``, ``list`` and the index queries hand back the very dicts
-that are cached, exactly like client-go hands back pointers. Callers must
-treat them as read-only. Mutating one corrupts the cache for every other
-reader, and it also corrupts the indices, because the index entries of the
-old object are recomputed from the (now changed) cached dict when the next
-update arrives. Copy first (``copy.deepcopy``) if you want to change an object.
+* ``NewIndexer`` builds a ``cache`` over a ``threadSafeMap``, whose ``storeIndex``
+  keeps the indices:
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/store.go#L426-L439
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/thread_safe_store.go#L256-L267
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/thread_safe_store.go#L94-L99
+* the keys: ``MetaNamespaceKeyFunc``, ``DeletionHandlingMetaNamespaceKeyFunc`` and
+  ``SplitMetaNamespaceKey``:
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/store.go#L154-L163
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/controller.go#L394-L399
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/store.go#L188-L200
+* the tombstone ``DeletedFinalStateUnknown``:
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/delta_fifo.go#L797-L800
+* ``IndexFunc``, ``NamespaceIndex`` and ``MetaNamespaceIndexFunc``:
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/index.go#L58-L91
+
+Objects are the raw JSON dicts the API server returns, never copied: reads hand
+back the cached dicts, as client-go hands back pointers. Treat them as read-only:
+a mutation corrupts the cache for every reader, and the indices too (the old
+entries are recomputed from the changed dict). Copy first (``copy.deepcopy``).
+
+As in client-go, an index value whose last key leaves is dropped
+(``deleteKeyFromIndex``; kubernetes/kubernetes#84959: the empty sets of
+short-lived objects held memory), and ``list_index_func_values`` of an index
+never registered is ``[]`` (``getIndexValues``), where the other queries raise
+``Index with name X does not exist`` (``getKeysByIndex``):
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/thread_safe_store.go#L241-L253
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/thread_safe_store.go#L146-L153
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/thread_safe_store.go#L136-L144
+
+Where we differ:
+
+* Results are sorted by key, and index values sorted, so notebook output is
+  stable. client-go's ``List``, ``ListKeys``, ``Index``, ``ByIndex`` and
+  ``ListIndexFuncValues`` come in Go's map order, i.e. none; its ``IndexKeys``
+  alone sorts (``sets.List``):
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/thread_safe_store.go#L462-L476
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/thread_safe_store.go#L480-L489
+  https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/util/sets/set.go#L195-L199
+* Index functions run before anything is changed, so one that raises leaves the
+  store as it was; client-go's ``updateSingleIndex`` panics halfway:
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/thread_safe_store.go#L174-L219
 
 What we left out: transformers, ``Resync`` (a no-op on this store), the
 ``Get(obj)`` variant and ``ExplicitKey``.
@@ -55,12 +86,9 @@ class DeletedFinalStateUnknown:
 
 
 def meta_namespace_key(obj: Any) -> str:
-    """Return the store key of an API object: ``"ns/name"``, or ``"name"`` if cluster-scoped.
+    """The store key of an object: ``"ns/name"``, or ``"name"`` if cluster-scoped.
 
-    client-go: ``DeletionHandlingMetaNamespaceKeyFunc`` (which wraps
-    ``MetaNamespaceKeyFunc``). A tombstone already carries its key, and
-    informers key their caches with the deletion-aware function, so one
-    function serves both here.
+    client-go ``DeletionHandlingMetaNamespaceKeyFunc``: a tombstone carries its key.
     """
     if isinstance(obj, DeletedFinalStateUnknown):
         return obj.key
@@ -75,11 +103,7 @@ def meta_namespace_key(obj: Any) -> str:
 
 
 def split_meta_namespace_key(key: str) -> tuple[str, str]:
-    """Split a store key into ``(namespace, name)``; the namespace is ``""`` if cluster-scoped.
-
-    client-go: ``SplitMetaNamespaceKey``. Workers receive keys from the queue,
-    not objects, and split them to look the object up again.
-    """
+    """Split a key into ``(namespace, name)`` (client-go ``SplitMetaNamespaceKey``)."""
     parts = key.split("/")
     if len(parts) == 1:
         return "", parts[0]
@@ -88,69 +112,14 @@ def split_meta_namespace_key(key: str) -> tuple[str, str]:
     raise ValueError(f'unexpected key format: "{key}"')
 
 
-# --- ready-made index functions --------------------------------------------
-
-
-def namespace_index_func(obj: Any) -> list[str]:
-    """Index an object by its namespace (client-go ``MetaNamespaceIndexFunc``).
-
-    Cluster-scoped objects are indexed under ``""``, as upstream does.
-    """
-    return [obj.get("metadata", {}).get("namespace") or ""]
-
-
-def owner_uid_index_func(obj: Any) -> list[str]:
-    """Index an object by the UID of its *controller* owner reference.
-
-    Not in client-go itself, but the usual index controllers add so that
-    "which Deployments does this Foo control?" is a lookup instead of a scan.
-    Only the reference with ``controller: true`` counts: an object has at most
-    one controller, and that is the one that reconciles it.
-    """
-    for ref in obj.get("metadata", {}).get("ownerReferences") or []:
-        if ref.get("controller") is True and ref.get("uid"):
-            return [ref["uid"]]
-    return []
-
-
-# --- errors -----------------------------------------------------------------
-
-
-class IndexNotFoundError(KeyError):
-    """Raised when a query names an index that was never registered."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-    def __str__(self) -> str:
-        # KeyError would print the message in quotes; keep client-go's wording plain.
-        return f"Index with name {self.name} does not exist"
-
-
-class IndexerConflictError(ValueError):
-    """Raised by :meth:`Indexer.add_indexers` when an index name is already taken."""
-
-
 # --- the store ----------------------------------------------------------------
 
 
 class Indexer:
-    """A thread-safe map from key to object, plus secondary indices.
+    """A thread-safe map from key to object, plus indices (client-go ``NewIndexer``).
 
-    client-go: ``cache`` (``NewIndexer``) over a ``threadSafeMap``. One
-    ``RLock`` guards the items and every index together, so a reader never
-    sees an object without its index entries or the other way round.
-
-    For each registered index the store keeps ``value -> set of keys``. Sets
-    that become empty are removed (client-go learnt this the hard way:
-    kubernetes/kubernetes#84959, memory growth from short-lived objects).
-
-    Index functions run *before* anything is changed, so an index function
-    that raises leaves the store exactly as it was (client-go panics instead).
-
-    Query results are ordered by key so notebook output is stable; client-go
-    promises no order at all.
+    One ``RLock`` guards the items and every index together. The module
+    docstring says how we differ from client-go.
     """
 
     def __init__(
@@ -203,20 +172,6 @@ class Indexer:
             self._indices = indices
             self.last_sync_resource_version = resource_version
 
-    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
-        """Register more indices, indexing the objects already stored (client-go ``AddIndexers``).
-
-        A name that is already registered is refused: silently replacing an
-        index function would leave entries computed by the old one behind.
-        """
-        with self._lock:
-            taken = sorted(set(indexers) & set(self._indexers))
-            if taken:
-                raise IndexerConflictError(f"indexer conflict: {taken}")
-            built = {name: self._build_index(func, self._items) for name, func in indexers.items()}
-            self._indexers.update(indexers)
-            self._indices.update(built)
-
     # -- reads ----------------------------------------------------------------
 
     def get_by_key(self, key: str) -> Any | None:
@@ -233,6 +188,20 @@ class Indexer:
         """Return every key, sorted."""
         with self._lock:
             return sorted(self._items)
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Register more indices, indexing the objects already stored (client-go ``AddIndexers``).
+
+        A name that is already registered is refused: silently replacing an
+        index function would leave entries computed by the old one behind.
+        """
+        with self._lock:
+            taken = sorted(set(indexers) & set(self._indexers))
+            if taken:
+                raise IndexerConflictError(f"indexer conflict: {taken}")
+            built = {name: self._build_index(func, self._items) for name, func in indexers.items()}
+            self._indexers.update(indexers)
+            self._indices.update(built)
 
     def index(self, index_name: str, obj: Any) -> list[Any]:
         """Return the objects sharing any index value with ``obj`` (client-go ``Index``)."""
@@ -256,10 +225,12 @@ class Indexer:
             return sorted(self._indices[index_name].get(value, ()))
 
     def list_index_func_values(self, index_name: str) -> list[str]:
-        """Return every value the named index currently holds, sorted (``ListIndexFuncValues``)."""
+        """Return every value the named index currently holds, sorted (``ListIndexFuncValues``).
+
+        An index that was never registered holds no values: ``[]``, as in client-go.
+        """
         with self._lock:
-            self._indexer(index_name)
-            return sorted(self._indices[index_name])
+            return sorted(self._indices.get(index_name, ()))
 
     def get_indexers(self) -> dict[str, IndexFunc]:
         """Return a copy of the registered index functions (client-go ``GetIndexers``)."""
@@ -313,3 +284,47 @@ class Indexer:
             for value in func(obj):
                 index.setdefault(value, set()).add(key)
         return index
+
+
+# --- ready-made index functions --------------------------------------------
+
+
+def namespace_index_func(obj: Any) -> list[str]:
+    """Index an object by its namespace (client-go ``MetaNamespaceIndexFunc``).
+
+    Cluster-scoped objects are indexed under ``""``, as upstream does.
+    """
+    return [obj.get("metadata", {}).get("namespace") or ""]
+
+
+def owner_uid_index_func(obj: Any) -> list[str]:
+    """Index an object by the UID of its *controller* owner reference.
+
+    Not in client-go itself, but the usual index controllers add so that
+    "which Deployments does this Foo control?" is a lookup instead of a scan.
+    Only the reference with ``controller: true`` counts: an object has at most
+    one controller, and that is the one that reconciles it.
+    """
+    for ref in obj.get("metadata", {}).get("ownerReferences") or []:
+        if ref.get("controller") is True and ref.get("uid"):
+            return [ref["uid"]]
+    return []
+
+
+# --- errors -----------------------------------------------------------------
+
+
+class IndexNotFoundError(KeyError):
+    """Raised when a query names an index never registered (``list_index_func_values``: ``[]``)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        # KeyError would print the message in quotes; keep client-go's wording plain.
+        return f"Index with name {self.name} does not exist"
+
+
+class IndexerConflictError(ValueError):
+    """Raised by :meth:`Indexer.add_indexers` when an index name is already taken."""

@@ -40,6 +40,19 @@ def test_doubles_up_to_the_cap__TestBackoff_Step() -> None:
     assert delays(backoff, 4) == [1.0, 2.0, 3.0, 3.0]
 
 
+def test_an_initial_delay_above_the_cap_is_handed_out_once__delay() -> None:
+    """backoff.go delay(): the cap limits only the next duration. client-go's
+    wait.Backoff{Duration: 5s, Factor: 2, Cap: 3s} steps 5s, 3s, 3s; so do we, and again
+    after a reset or a calm spell."""
+    clock = FakeClock()
+    backoff = Backoff(initial=5.0, factor=2.0, jitter=0.0, cap=3.0, clock=clock)
+    assert delays(backoff, 3) == [5.0, 3.0, 3.0]
+    backoff.reset()
+    assert delays(backoff, 2) == [5.0, 3.0]
+    clock.step(backoff.reset_after + 1)
+    assert delays(backoff, 2) == [5.0, 3.0]
+
+
 def test_client_go_reflector_defaults() -> None:
     """reflector.go: 800 ms, x2, cap 30 s (without jitter the bases are exact)."""
     backoff = Backoff(jitter=0.0, clock=FakeClock())

@@ -79,15 +79,16 @@ def test_exercise_3_schedule() -> None:
     assert verdict.state == "wrong" and "schedule(0.8, 2.0, 30.0, 8)" in verdict.detail
     assert "delay 7 (51.2 s)" in verdict.detail
 
-    def caps_only_growth(initial: float, factor: float, cap: float, n: int) -> list[float]:
-        delays, base = [], initial  # forgets that initial itself may be above the cap
-        for _ in range(n):
+    def caps_the_first_one_too(initial: float, factor: float, cap: float, n: int) -> list[float]:
+        delays, base = [], min(initial, cap)  # the course's old rule; client-go's delay()
+        for _ in range(n):  # hands an initial above the cap out once, uncapped
             delays.append(base)
             base = min(base * factor, cap)
         return delays
 
-    verdict = ch02.check_3(caps_only_growth)
+    verdict = ch02.check_3(caps_the_first_one_too)
     assert verdict.state == "wrong" and "schedule(5.0, 2.0, 3.0, 3)" in verdict.detail
+    assert "delay 1 (3 s)" in verdict.detail and "client-go's delay()" in verdict.detail
     assert ch02.check_3(solutions.schedule).correct
 
 

@@ -330,7 +330,8 @@ def check_3(schedule: Callable[[float, float, float, int], Iterable[float]] | No
             return wrong(
                 EXERCISE[3],
                 f"in {call}, {difference}. Hint: each delay is the last one times the factor, "
-                "and no delay is above the cap, the first one included",
+                "at most the cap; for the first one, do what client-go's delay() does with "
+                "Backoff.Duration",
             )
     return correct(EXERCISE[3], f"{len(cases)} settings, the cap included, one new on this run")
 

@@ -20,10 +20,11 @@ answer_1 = {"a": "watch", "b": "watch", "c": "list", "d": "watch", "e": "list"}
 answer_2 = ("120", "150")
 
 
-# 02a, exercise 2.
+# 02a, exercise 2. As client-go's delay() does, the cap limits only the growth: an initial
+# delay above the cap is handed out once, as it is, and the cap from the second delay on.
 def schedule(initial: float, factor: float, cap: float, n: int) -> list[float]:
     delays = []
-    base = min(initial, cap)
+    base = initial
     for _ in range(n):
         delays.append(base)
         base = min(base * factor, cap)
