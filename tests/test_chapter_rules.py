@@ -260,3 +260,60 @@ def test_the_phenomenon_comes_before_the_instruments(path: Path) -> None:
         if any(kind in output.get("data", {}) for output in outputs for kind in PICTURE_TYPES):
             return
     pytest.fail(f"no picture in the first {FIRST_PICTURE_WITHIN} code cells")
+
+
+ROOT_DIR = Path(__file__).resolve().parents[1]
+TABLES = (ROOT_DIR / "README.md", ROOT_DIR / "docs" / "facilitator.md")
+
+
+def _study_table(text: str) -> dict[str, dict[str, str]]:
+    """The table whose header names a "main line" column: chapter label -> column -> cell."""
+    lines = text.splitlines()
+    for start, line in enumerate(lines):
+        cells = [c.strip().lower() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and "main line" in cells:
+            rows = {}
+            for row in lines[start + 2 :]:
+                if not row.startswith("|"):
+                    break
+                values = [c.strip() for c in row.strip().strip("|").split("|")]
+                rows[values[0].split()[0]] = dict(zip(cells, values, strict=True))
+            return rows
+    return {}
+
+
+def _minutes(cell: str) -> int:
+    """ "about 44 min" -> 44; "none" -> 0."""
+    if cell.strip().lower() == "none":
+        return 0
+    found = re.search(r"(\d+) min", cell)
+    assert found, f"no minutes in {cell!r}"
+    return int(found.group(1))
+
+
+@pytest.mark.parametrize("page", TABLES, ids=lambda p: p.name)
+def test_the_readme_and_the_facilitator_guide_state_each_chapters_times(page: Path) -> None:
+    """Their tables give each chapter's main line, deep dives and exercises as the chapter's
+    first cell does (book.study_time computes all three), and the README the two paths' totals:
+    every main line, and everything."""
+    table = _study_table(page.read_text())
+    assert table, f"{page.name} has no table with a 'main line' column"
+    totals = {"main": 0, "all": 0}
+    for path in NOTEBOOKS:
+        time = study_time.read(path)
+        row = table.get(_label(path))
+        assert row is not None, f"{page.name} has no row for {path.name}"
+        assert _close(_minutes(row["main line"]), time.main), f"{path.name}: {row}"
+        assert _close(_minutes(row["deep dives"]), time.deep), f"{path.name}: {row}"
+        assert _minutes(row["exercises"]) == time.exercise_minutes, f"{path.name}: {row}"
+        totals["main"] += round(time.main)
+        totals["all"] += round(time.main) + round(time.deep) + time.exercise_minutes
+    if page.name == "README.md":
+        stated = re.search(r"every chapter's main line: about (\d+) hours?(?: (\d+) minutes)?",
+                           page.read_text())  # fmt: skip
+        everything = re.search(r"everything[^:]*: about (\d+) hours?(?: (\d+) minutes)?",
+                               page.read_text())  # fmt: skip
+        for name, found in (("main", stated), ("all", everything)):
+            assert found, f"the README does not state the {name} path's total"
+            minutes = int(found.group(1)) * 60 + int(found.group(2) or 0)
+            assert abs(minutes - totals[name]) <= 15, f"{name}: {minutes} against {totals[name]}"
