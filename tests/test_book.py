@@ -683,20 +683,6 @@ def test_a_chapter_in_chromium(browser: Any, served: str, chapter: Path, width: 
             first.locator("summary").click()
             assert first.locator("pre").first.is_visible(), f"a {what} does not open"
 
-        dives = page.locator("details.cfs-deep-dive")
-        if Chapter(chapter, _load(chapter)).deep_dives:
-            assert dives.count() > 0, f"{chapter.name}: its deep dives are not folded"
-            for index in range(dives.count()):
-                assert dives.nth(index).get_attribute("open") is None, f"deep dive {index} is open"
-            dives.first.locator("summary").click()
-            assert dives.first.locator("section p").first.is_visible(), "a deep dive does not open"
-            dives.first.locator("summary").click()
-            anchor = dives.last.locator("section").first.get_attribute("id")
-            page.goto(f"{served}/notebooks/{chapter.stem}.html#{anchor}", wait_until="load")
-            page.wait_for_function(
-                f"document.getElementById('{anchor}').closest('details').open"
-            )  # a link to a section inside a deep dive opens it
-
         shots = os.environ.get("CFS_BOOK_SCREENSHOTS")
         if shots:
             Path(shots).mkdir(parents=True, exist_ok=True)
@@ -708,6 +694,35 @@ def test_a_chapter_in_chromium(browser: Any, served: str, chapter: Path, width: 
                 "document.querySelector('.sidebar-drawer').getBoundingClientRect().left >= 0"
             )
             assert page.locator(".sidebar-tree a.reference").first.is_visible()
+        assert not visit.elsewhere, f"requests to other sites: {visit.elsewhere}"
+    finally:
+        visit.page.close()
+
+
+def _chapters_with_deep_dives() -> list[Path]:
+    return [path for path in CHAPTERS if Chapter(path, _load(path)).deep_dives]
+
+
+@pytest.mark.parametrize("chapter", _chapters_with_deep_dives(), ids=lambda path: path.stem)
+def test_deep_dives_are_folded_in_chromium(browser: Any, served: str, chapter: Path) -> None:
+    """On a laptop's screen every deep dive is closed, shows none of its text, opens with a
+    click on its line, and opens by itself when a link leads to a section inside it."""
+    visit = Visit(browser, served, 1366)
+    try:
+        page = visit.open(f"notebooks/{chapter.stem}.html")
+        dives = page.locator("details.cfs-deep-dive")
+        expected = len(Chapter(chapter, _load(chapter)).deep_dives)
+        assert dives.count() == expected, f"{dives.count()} folded deep dives, not {expected}"
+        for index in range(dives.count()):
+            dive = dives.nth(index)
+            assert dive.get_attribute("open") is None, f"deep dive {index} is open"
+            assert not dive.locator("section p").first.is_visible(), f"deep dive {index} shows"
+        first = dives.first
+        first.locator("summary").click()
+        assert first.locator("section p").first.is_visible(), "a deep dive does not open"
+        anchor = dives.last.locator("section").first.get_attribute("id")
+        page.goto(f"{served}/notebooks/{chapter.stem}.html#{anchor}", wait_until="load")
+        page.wait_for_function(f"document.getElementById('{anchor}').closest('details').open")
         assert not visit.elsewhere, f"requests to other sites: {visit.elsewhere}"
     finally:
         visit.page.close()
