@@ -4,18 +4,23 @@
 
 """Listers: read-only, typed-feeling views of an informer's cache.
 
-client-go counterpart: ``tools/cache/listers.go`` (``ListAll``,
-``ListAllByNamespace``), ``listers/generic_helpers.go`` (``ResourceIndexer``,
-what lister-gen's generated listers wrap) and, for the error,
-``apimachinery/pkg/api/errors`` (``NewNotFound``).
-
 A controller reads through a lister instead of calling the API server: the
 cache is already there, reads cost nothing, and the API server is spared.
 A miss raises :class:`NotFoundError`, shaped like the API server's own 404, so
 code that handles "not found" works the same whether it asked the cache or the
 server. Objects returned are the cached dicts themselves: never mutate them;
-:class:`MutationDetector` catches code that does (client-go's
-``tools/cache/mutation_detector.go``).
+:class:`MutationDetector` catches code that does.
+
+client-go counterparts, at the version the course pins:
+
+* ``ListAll`` and ``ListAllByNamespace``
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/listers.go#L34-L110
+* ``ResourceIndexer``, what lister-gen's generated listers wrap
+  https://github.com/kubernetes/client-go/blob/v0.36.3/listers/generic_helpers.go#L29-L72
+* the error, apimachinery's ``errors.NewNotFound``
+  https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/api/errors/errors.go#L145-L157
+* the cache mutation detector
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/mutation_detector.go#L65-L167
 """
 
 from __future__ import annotations
@@ -40,7 +45,9 @@ log = logging.getLogger("helpers.lister")
 
 @dataclass(frozen=True)
 class GroupResource:
-    """A resource within an API group (apimachinery ``schema.GroupResource``)."""
+    """A resource within an API group (apimachinery ``schema.GroupResource``:
+    https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/runtime/schema/group_version.go#L56-L74).
+    """
 
     resource: str
     group: str = ""
@@ -53,10 +60,13 @@ class GroupResource:
 class NotFoundError(Exception):
     """The object is not in the cache; mirrors the API server's ``Status`` for a 404.
 
-    apimachinery: ``errors.NewNotFound``. ``status`` is the HTTP code, as on the
-    Python client's ``ApiException``; ``reason`` and ``details`` are the
-    ``Status`` fields. Note that upstream fills ``details.kind`` with the
-    *resource* name, not the Kind; we do the same.
+    apimachinery: ``errors.NewNotFound``,
+    https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/api/errors/errors.go#L145-L157
+    ``status`` is the HTTP code, as on the Python client's ``ApiException``;
+    ``reason`` and ``details`` are the ``Status`` fields. Note that upstream
+    fills ``details.kind`` with the *resource* name, not the Kind; we do the
+    same. The resource is named as the API server names it (``configmaps``),
+    where lister-gen's listers say the singular (``configmap "x" not found``).
     """
 
     status = 404
@@ -89,12 +99,15 @@ class NotFoundError(Exception):
 
 
 def is_not_found(err: BaseException) -> bool:
-    """apimachinery ``errors.IsNotFound``: true for our error and for a client 404."""
+    """True for our error and for a client 404 (apimachinery ``errors.IsNotFound``,
+    https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/api/errors/errors.go#L529-L538,
+    which also accepts a ``Status`` whose reason is ``NotFound``, whatever its code)."""
     return getattr(err, "status", None) == 404
 
 
 def list_all(indexer: Indexer, selector: SelectorLike = None) -> list[Any]:
-    """Every cached object whose labels match (client-go ``ListAll``)."""
+    """Every cached object whose labels match (client-go ``ListAll``,
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/listers.go#L34-L56)."""
     sel = as_selector(selector)
     objs = indexer.list()
     if sel.empty():
@@ -109,6 +122,7 @@ def list_all_by_namespace(
 
     Uses the namespace index. Without it, upstream falls back to a full scan
     and logs a warning rather than failing; so do we. ``""`` means all namespaces.
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/listers.go#L61-L110
     """
     if namespace == "":
         return list_all(indexer, selector)
@@ -126,7 +140,8 @@ def _labels(obj: Any) -> dict[str, str]:
 
 
 class Lister:
-    """Lists and gets one resource from an indexer (lister-gen's ``FooLister``).
+    """Lists and gets one resource from an indexer (lister-gen's ``FooLister``, here
+    sample-controller's: https://github.com/kubernetes/sample-controller/blob/v0.36.3/pkg/generated/listers/samplecontroller/v1alpha1/foo.go#L30-L37).
 
     ``get`` is for cluster-scoped resources, whose key is the bare name; for
     namespaced resources go through :meth:`namespace`.
@@ -155,7 +170,9 @@ class Lister:
 
 
 class NamespaceLister:
-    """Lists and gets one resource within one namespace (lister-gen's ``FooNamespaceLister``)."""
+    """Lists and gets one resource within one namespace (lister-gen's ``FooNamespaceLister``:
+    https://github.com/kubernetes/sample-controller/blob/v0.36.3/pkg/generated/listers/samplecontroller/v1alpha1/foo.go#L56-L64).
+    """
 
     def __init__(self, indexer: Indexer, resource: GroupResource, namespace: str) -> None:
         self._indexer = indexer
@@ -188,8 +205,9 @@ class CacheMutationError(RuntimeError):
 
 
 class MutationDetector:
-    """An event handler that notices a cached object changed in place (client-go
-    ``cacheMutationDetector``, on with ``KUBE_CACHE_MUTATION_DETECTOR=true``)."""
+    """An event handler that notices a cached object changed in place (client-go's
+    ``defaultCacheMutationDetector``, on with ``KUBE_CACHE_MUTATION_DETECTOR=true``:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/mutation_detector.go#L65-L90)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

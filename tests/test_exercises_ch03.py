@@ -17,6 +17,7 @@ import pytest
 from helpers.cluster.info import describe
 from helpers.exercises import ch03
 from helpers.lister import Lister
+from helpers.store import namespace_index_func, owner_uid_index_func
 from notebooks.solutions import ch03 as solutions
 
 
@@ -130,3 +131,74 @@ def test_ch03_checks_after_run_all(api: kubernetes.client.ApiClient, namespace: 
 def test_ch03_verdicts_number_exercises_as_each_notebook_does() -> None:
     """03b's first exercise is check 3: its verdict says "Exercise 1", as the notebook does."""
     assert str(ch03.check_3(None, Lister)).startswith("… Exercise 1:")
+
+
+@pytest.mark.cluster
+def test_ch03_check_5_node_index(api: kubernetes.client.ApiClient, namespace: str) -> None:
+    """03b exercise 3: an index of Pods by node, registered on a running informer. The chapter's
+    own index functions (by owner, by namespace), an always-empty one, one that files an
+    unplaced Pod under "", one that fails on it and one that returns a bare string are wrong."""
+    assert ch03.check_5(None, api, namespace).state == "not attempted yet"
+    for cheat in (owner_uid_index_func, namespace_index_func, lambda pod: []):
+        verdict = ch03.check_5(cheat, api, namespace)
+        assert verdict.state == "wrong", verdict
+    verdict = ch03.check_5(lambda pod: [pod["spec"].get("nodeName") or ""], api, namespace)
+    assert verdict.state == "wrong" and "no value" in verdict.detail, verdict
+    verdict = ch03.check_5(lambda pod: [pod["spec"]["nodeName"]], api, namespace)
+    assert verdict.state == "wrong" and "KeyError" in verdict.detail, verdict
+    verdict = ch03.check_5(lambda pod: pod["spec"].get("nodeName") or [], api, namespace)
+    assert verdict.state == "wrong" and "list of values" in verdict.detail, verdict
+    assert ch03.check_5(solutions.by_node, api, namespace).correct
+
+
+@pytest.mark.cluster
+def test_ch03_check_6_sync_colour_fixed(api: kubernetes.client.ApiClient, namespace: str) -> None:
+    """03b exercise 4: cell 28's sync_colour as the chapter wrote it changes the cache and is
+    wrong; so is one that never writes, and one that writes without comparing first."""
+    assert ch03.check_6(None, api, namespace).state == "not attempted yet"
+
+    def as_in_the_chapter(lister, core, namespace, name, want, *, lose_the_write=False):
+        cm = lister.get(name)
+        if cm["metadata"]["labels"]["colour"] == want:
+            return "nothing to do"
+        cm["metadata"]["labels"]["colour"] = want
+        if lose_the_write:
+            raise ConnectionError("the write was lost")
+        core.patch_namespaced_config_map(
+            name, namespace, {"metadata": {"labels": {"colour": want}}}
+        )
+        return "written"
+
+    verdict = ch03.check_6(as_in_the_chapter, api, namespace)
+    assert verdict.state == "wrong" and "changed the cache" in verdict.detail, verdict
+
+    def never_writes(lister, core, namespace, name, want, *, lose_the_write=False):
+        if lose_the_write:
+            raise ConnectionError("the write was lost")
+        return "written"
+
+    verdict = ch03.check_6(never_writes, api, namespace)
+    assert verdict.state == "wrong" and "still has" in verdict.detail, verdict
+
+    def never_compares(lister, core, namespace, name, want, *, lose_the_write=False):
+        if lose_the_write:
+            raise ConnectionError("the write was lost")
+        core.patch_namespaced_config_map(
+            name, namespace, {"metadata": {"labels": {"colour": want}}}
+        )
+        return "written"
+
+    verdict = ch03.check_6(never_compares, api, namespace)
+    assert verdict.state == "wrong" and "compare first" in verdict.detail, verdict
+    assert ch03.check_6(solutions.fixed_sync_colour, api, namespace).correct
+
+
+@pytest.mark.cluster
+def test_ch03_checks_5_and_6_after_run_all(
+    api: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    """After "Run All" the chapter's last cell has deleted its namespace; checks bring it back."""
+    kubernetes.client.CoreV1Api(api).delete_namespace(namespace)
+    assert ch03.check_5(solutions.by_node, api, namespace).correct
+    kubernetes.client.CoreV1Api(api).delete_namespace(namespace)
+    assert ch03.check_6(solutions.fixed_sync_colour, api, namespace).correct

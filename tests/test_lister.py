@@ -125,7 +125,9 @@ def test_not_found_is_by_name_not_by_namespace(indexer: Indexer) -> None:
 
 
 def test_not_found_core_group_message() -> None:
-    """apimachinery schema.GroupResource.String: the core group has no suffix."""
+    """apimachinery schema.GroupResource.String: the core group has no suffix. The resource is
+    the plural, as the API server says it; lister-gen's listers say `configmap "x" not found`
+    (client-go listers/core/v1/configmap.go, NewConfigMapLister)."""
     lister = Lister(
         Indexer({NAMESPACE_INDEX: namespace_index_func}), resource="configmaps", group=""
     )

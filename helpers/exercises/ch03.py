@@ -31,9 +31,11 @@ from ..cluster.info import describe
 from ..etcd import EtcdClient
 from ..held_watch import HeldListWatch
 from ..informer import SharedInformer, wait_for_cache_sync
+from ..lister import MutationDetector
 from ..listwatch import ListWatch
 from ..request_log import RequestLog
 from ..store import DeletedFinalStateUnknown, Indexer
+from ..waiting import wait_for
 from . import CannotCheck, Verdict, correct, not_attempted, wrong
 
 GUARD_SECONDS = 15.0
@@ -384,3 +386,256 @@ def check_4(answer: int | None, api: kubernetes.client.ApiClient, namespace: str
 def _notify(cond: threading.Condition) -> None:
     with cond:
         cond.notify_all()
+
+
+# --- check 5 (03b, exercise 3): an index function, registered on a running informer --------
+
+
+EXERCISE_5_LABEL = "exercise=ch03-5"
+NOWHERE = {"exercise-ch03-5": "no-such-node"}  # a nodeSelector no node matches: never scheduled
+
+
+def _pod(name: str, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+    container = {"name": "web", "image": "nginx", "imagePullPolicy": "IfNotPresent"}
+    spec: dict[str, Any] = {"containers": [container], "terminationGracePeriodSeconds": 0}
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    return {"metadata": {"name": name, "labels": {"exercise": "ch03-5"}}, "spec": spec}
+
+
+def check_5(
+    by_node: Callable[[Any], Any] | None, api: kubernetes.client.ApiClient, namespace: str
+) -> Verdict:
+    """``by_node(pod)``: an index function filing each Pod under its node's name.
+
+    The check makes five Pods (one the scheduler cannot place), registers the
+    function on a running informer of them, and compares each value's Pods with
+    what the API server lists for ``fieldSelector=spec.nodeName=<node>``; then it
+    adds a Pod, and compares again once the scheduler has placed it.
+    """
+    if by_node is None:
+        return not_attempted("3", "set by_node to your index function")
+    namespaces.ensure_namespace(api, namespace)
+    core = kubernetes.client.CoreV1Api(api)
+    core.delete_collection_namespaced_pod(
+        namespace, label_selector=EXERCISE_5_LABEL, grace_period_seconds=0
+    )
+    wait_for(
+        core.list_namespaced_pod,
+        lambda pods: not pods,
+        what="the last run's Pods gone",
+        timeout=GUARD_SECONDS,
+        namespace=namespace,
+        label_selector=EXERCISE_5_LABEL,
+    )
+    for n in range(4):
+        core.create_namespaced_pod(namespace, _pod(f"exercise-5-{n}"))
+    core.create_namespaced_pod(namespace, _pod("exercise-5-nowhere", NOWHERE))
+    _wait_placed(core, namespace, 4)
+    problems: list[str] = []
+    informer = SharedInformer(
+        ListWatch(api, f"/api/v1/namespaces/{namespace}/pods", label_selector=EXERCISE_5_LABEL),
+        name="exercise-5",
+    )
+    changed = threading.Condition()
+    informer.add_event_handler(on_update=lambda old, new: _notify(changed))
+    try:
+        with informer:
+            if not wait_for_cache_sync(informer, timeout=GUARD_SECONDS):
+                return wrong("3", "the check's informer did not sync; is the cluster up?")
+            informer.add_indexers({"byNode": _guarded(by_node, problems)})  # while it runs
+            problem = problems[0] if problems else _judge_5(informer.indexer, core, namespace)
+            if problem is not None:
+                return wrong("3", problem)
+            core.create_namespaced_pod(namespace, _pod("exercise-5-late"))
+            late = f"{namespace}/exercise-5-late"
+
+            def placed_in_cache() -> bool:
+                pod = informer.indexer.get_by_key(late)
+                return pod is not None and bool(pod["spec"].get("nodeName"))
+
+            with changed:
+                if not changed.wait_for(placed_in_cache, GUARD_SECONDS * 2):
+                    return CannotCheck(
+                        "3",
+                        "not attempted yet",
+                        "its last Pod was not placed on a node in 30 s: is the scheduler up?",
+                    )
+            problem = problems[0] if problems else _judge_5(informer.indexer, core, namespace)
+            if problem is not None:
+                return wrong("3", f"after a new Pod was placed, {problem}")
+    finally:
+        core.delete_collection_namespaced_pod(
+            namespace, label_selector=EXERCISE_5_LABEL, grace_period_seconds=0
+        )
+    return correct(
+        "3",
+        "each node's Pods as the API server lists them, the unplaced Pod under "
+        "no node, and a Pod placed after the index was added filed under its node",
+    )
+
+
+def _wait_placed(core: kubernetes.client.CoreV1Api, namespace: str, count: int) -> None:
+    def placed(pods: dict[str, Any]) -> bool:
+        return sum(1 for pod in pods.values() if pod["spec"].get("nodeName")) >= count
+
+    wait_for(
+        core.list_namespaced_pod,
+        placed,
+        what=f"{count} Pods placed on nodes",
+        timeout=GUARD_SECONDS * 2,
+        namespace=namespace,
+        label_selector=EXERCISE_5_LABEL,
+    )
+
+
+def _guarded(index_func: Callable[[Any], Any], problems: list[str]) -> Callable[[Any], list[str]]:
+    """The learner's function, as the informer calls it: what it did wrong goes to ``problems``
+    (the informer's thread must not die of it), and the Pod is then filed under nothing."""
+
+    def guarded(pod: Any) -> list[str]:
+        name = pod["metadata"]["name"]
+        where = f"on {pod['spec']['nodeName']}" if pod["spec"].get("nodeName") else "on no node"
+        try:
+            values = index_func(pod)
+        except Exception as exc:
+            problems.append(f"for Pod {name} ({where}) it raised {type(exc).__name__}: {exc}")
+            return []
+        if isinstance(values, str) or not isinstance(values, list | tuple | set):
+            problems.append(
+                f"for Pod {name} it returned {values!r}: an index function returns a list of values"
+            )
+            return []
+        if not all(isinstance(value, str) for value in values):
+            problems.append(f"for Pod {name} it returned {values!r}: each value is a string")
+            return []
+        if not pod["spec"].get("nodeName") and values:
+            problems.append(
+                f"Pod {name}, on no node yet, is filed under {list(values)!r}; a Pod "
+                "the scheduler has not placed belongs under no value"
+            )
+        return list(values)
+
+    return guarded
+
+
+def _judge_5(indexer: Indexer, core: kubernetes.client.CoreV1Api, namespace: str) -> str | None:
+    """Whether each index value holds exactly the Pods the API server lists on that node."""
+    placed = {
+        pod.spec.node_name
+        for pod in core.list_namespaced_pod(namespace, label_selector=EXERCISE_5_LABEL).items
+        if pod.spec.node_name
+    }
+    values = indexer.list_index_func_values("byNode")
+    if not values:
+        return f"the index is empty, yet the API server has these Pods on {len(placed)} node(s)"
+    strangers = [value for value in values if value not in placed]
+    if strangers:
+        return (
+            f"the index has the value {strangers[0]!r}, which is not a node any of these "
+            "Pods runs on"
+        )
+    for node in sorted(placed):
+        listed = core.list_namespaced_pod(
+            namespace, label_selector=EXERCISE_5_LABEL, field_selector=f"spec.nodeName={node}"
+        )
+        expected = sorted(pod.metadata.name for pod in listed.items)
+        indexed = sorted(pod["metadata"]["name"] for pod in indexer.by_index("byNode", node))
+        if indexed != expected:
+            return f"under {node} the index has {indexed}, the API server lists {expected}"
+    return None
+
+
+# --- check 6 (03b, exercise 4): sync_colour, fixed ------------------------------------------
+
+
+EXERCISE_6_NAME = "exercise-colour"
+
+
+def check_6(
+    sync_colour: Callable[..., Any] | None, api: kubernetes.client.ApiClient, namespace: str
+) -> Verdict:
+    """``sync_colour(lister, core, namespace, name, want, lose_the_write=False)``, fixed.
+
+    On a ConfigMap of its own, with a :class:`MutationDetector` on the informer:
+    a sync whose write is lost, the retry, and a third sync with nothing to do.
+    """
+    if sync_colour is None:
+        return not_attempted("4", "set fixed_sync_colour to your function")
+    namespaces.ensure_namespace(api, namespace)
+    core = kubernetes.client.CoreV1Api(api)
+    name = EXERCISE_6_NAME
+    labels = {"exercise": "ch03-6", "colour": "red"}
+    try:
+        core.create_namespaced_config_map(namespace, {"metadata": {"name": name, "labels": labels}})
+    except kubernetes.client.ApiException as exc:
+        if exc.status != 409:  # left over from an earlier check: make it red again
+            raise
+        core.patch_namespaced_config_map(name, namespace, {"metadata": {"labels": labels}})
+    learner_api = kubernetes.client.ApiClient(api.configuration)  # its requests counted alone
+    learner_core = kubernetes.client.CoreV1Api(learner_api)
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    informer = SharedInformer(
+        ListWatch(api, path, label_selector="exercise=ch03-6"), name="exercise-6"
+    )
+    detector = MutationDetector()
+    changed = threading.Condition()
+    informer.add_event_handler(on_update=lambda old, new: _notify(changed))
+    lister = informer.lister().namespace(namespace)
+
+    def colour_in_cache() -> str:
+        return lister.get(name)["metadata"]["labels"].get("colour", "")
+
+    def on_server() -> str:
+        return core.read_namespaced_config_map(name, namespace).metadata.labels.get("colour", "")
+
+    try:
+        with informer:
+            registration = informer.add_event_handler(detector)
+            if not wait_for_cache_sync(informer, registration, timeout=GUARD_SECONDS):
+                return wrong("4", "the check's informer did not sync; is the cluster up?")
+            with changed:  # the patch to red, if there was one, is in the cache
+                changed.wait_for(lambda: colour_in_cache() == "red", GUARD_SECONDS)
+            try:
+                said = sync_colour(
+                    lister, learner_core, namespace, name, "green", lose_the_write=True
+                )
+            except ConnectionError:
+                pass
+            else:
+                return wrong(
+                    "4",
+                    f"told to lose the write, it returned {said!r}: raise "
+                    "ConnectionError, as cell 28's does",
+                )
+            if altered := detector.changed():
+                return wrong("4", f"the sync whose write was lost changed the cache: {altered[0]}")
+            said = sync_colour(lister, learner_core, namespace, name, "green")
+            if on_server() != "green":
+                return wrong(
+                    "4",
+                    f"the retry returned {said!r}, and the API server still has "
+                    f"colour {on_server()!r}",
+                )
+            with changed:
+                changed.wait_for(lambda: colour_in_cache() == "green", GUARD_SECONDS)
+            if altered := detector.changed():
+                return wrong("4", f"the retry changed the cache: {altered[0]}")
+            with RequestLog(learner_api) as log:
+                said = sync_colour(lister, learner_core, namespace, name, "green")
+            if len(log) or said != "nothing to do":
+                return wrong(
+                    "4",
+                    f"with the ConfigMap green already, it returned {said!r} "
+                    f"after {len(log)} request(s): compare first, and write only what "
+                    "differs",
+                )
+            if altered := detector.changed():
+                return wrong("4", f"a sync with nothing to do changed the cache: {altered[0]}")
+    finally:
+        learner_api.close()
+    return correct(
+        "4",
+        "the lost write left the cache alone, the retry wrote green, a third "
+        "sync found nothing to do, and the detector saw no change",
+    )

@@ -1,7 +1,7 @@
 """Solutions to chapter 03's exercises, in its two parts. Try them yourself first!
 
 03a (the informer): exercise 1 is ``ch03.check_1``, exercise 2 is ``ch03.check_2``.
-03b (the indexer and the lister): exercise 1 is ``ch03.check_3``, exercise 2 is ``ch03.check_4``.
+03b (the indexer and the lister): exercises 1 to 4 are ``ch03.check_3`` to ``ch03.check_6``.
 """
 
 from __future__ import annotations
@@ -49,3 +49,25 @@ def same_colour(lister: Any, namespace: str, name: str) -> list[str] | None:
 
 # Exercise 2. One LIST and one WATCH for the informer, then five PATCHes; the reads cost nothing.
 answer_2 = 7
+
+
+# Exercise 3. A Pod the scheduler has not placed yet has no spec.nodeName (or an empty one): it
+# belongs under no value, so "which Pods are on node X?" never answers with it. Kubernetes' own
+# controllers register the same index (AddPodNodeNameIndexer in pkg/controller/controller_utils.go).
+def by_node(pod: Any) -> list[str]:
+    node = pod.get("spec", {}).get("nodeName")
+    return [node] if node else []
+
+
+# Exercise 4. Never change what the lister returned: compare with it, and build the write from
+# what you want. (Changing a copy.deepcopy() of it, and sending that, works as well.)
+def fixed_sync_colour(
+    lister: Any, core: Any, namespace: str, name: str, want: str, *, lose_the_write: bool = False
+) -> str:
+    cm = lister.get(name)  # the cache's own dict: read it, never write to it
+    if cm["metadata"]["labels"]["colour"] == want:
+        return "nothing to do"
+    if lose_the_write:
+        raise ConnectionError("the write was lost")
+    core.patch_namespaced_config_map(name, namespace, {"metadata": {"labels": {"colour": want}}})
+    return "written"
