@@ -300,8 +300,11 @@ def namespace_index_func(obj: Any) -> list[str]:
 def owner_uid_index_func(obj: Any) -> list[str]:
     """Index an object by the UID of its *controller* owner reference.
 
-    Not in client-go itself, but the usual index controllers add so that
-    "which Deployments does this Foo control?" is a lookup instead of a scan.
+    Not in client-go itself, but the index a controller with many children adds so
+    that "which Pods does this ReplicaSet control?" is a lookup instead of a scan
+    (kube-controller-manager's controllers index Pods by their controller's UID).
+    sample-controller, with one child named in the spec, has none: it gets the
+    Deployment by name and checks the owner reference.
     Only the reference with ``controller: true`` counts: an object has at most
     one controller, and that is the one that reconciles it.
     """
