@@ -302,7 +302,8 @@ def owner_uid_index_func(obj: Any) -> list[str]:
 
     Not in client-go itself, but the index a controller with many children adds so
     that "which Pods does this ReplicaSet control?" is a lookup instead of a scan
-    (kube-controller-manager's controllers index Pods by their controller's UID).
+    (replicaset-controller registers one, ``AddPodControllerIndexer``:
+    https://github.com/kubernetes/kubernetes/blob/v1.36.3/pkg/controller/controller_utils.go#L1158-L1174).
     sample-controller, with one child named in the spec, has none: it gets the
     Deployment by name and checks the owner reference.
     Only the reference with ``controller: true`` counts: an object has at most
