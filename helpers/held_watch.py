@@ -2,11 +2,10 @@
 # notebooks/03a_informer.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
-"""Hold an informer's next watch back, to open a gap on purpose.
+"""Hold an informer's next watch back, to open a gap on purpose (a real 410, a tombstone).
 
-No client-go counterpart: a tool for failure drills. Chapter 03a uses it to
-make a real tombstone, its exercise check does the same, and the informer's
-failure drills in tests/ use it to make a real 410.
+No client-go counterpart: a tool for failure drills (chapter 03a, its exercise
+checks, and the informer's drills in tests/).
 """
 
 from __future__ import annotations
@@ -27,15 +26,11 @@ class HeldTooLong(RuntimeError):
 class HeldListWatch(ListWatch):
     """A real ListWatch whose next WATCH can be held back, like a client that stalls.
 
-    While held, the reflector's next watch waits in :meth:`watch`; whatever
-    changes meanwhile, say an etcd compaction, the watch meets when it is
-    released. ``hold(cut=True)`` also ends the open watch, so the reflector
-    comes back at once instead of when the server ends it.
-
-    A held request gives up after ``hold_limit`` seconds with :class:`HeldTooLong`
-    (the reflector logs it and backs off), so a forgotten ``release()`` cannot
-    keep a thread, and the test that joins it, waiting forever. Drills call
-    ``release()`` in a ``finally`` block before they stop the informer.
+    While held, the reflector's next watch waits in :meth:`watch` and meets,
+    when released, whatever changed meanwhile (say an etcd compaction).
+    ``hold(cut=True)`` also ends the open watch. A held request gives up after
+    ``hold_limit`` seconds (:class:`HeldTooLong`), so a forgotten ``release()``
+    cannot hang a test; drills release in a ``finally`` block.
     """
 
     def __init__(self, *args: Any, hold_limit: float = HOLD_LIMIT, **kwargs: Any) -> None:

@@ -2,69 +2,43 @@
 # notebooks/03a_informer.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
-"""SharedInformer: one LIST+WATCH, one cache, many event handlers.
+"""SharedInformer: one LIST+WATCH, one cache, many event handlers (notebooks/03a).
 
-client-go counterpart: ``tools/cache/shared_informer.go`` (``sharedIndexInformer``,
-``sharedProcessor``, ``processorListener``, ``WaitForCacheSync``),
-``the_real_fifo.go`` (``RealFIFO``) and ``controller.go`` (``processDeltas``).
+client-go counterparts (v0.36.3): ``sharedIndexInformer``, ``processorListener``
+and ``WaitForCacheSync`` (tools/cache/shared_informer.go), ``RealFIFO``
+(the_real_fifo.go), ``processDeltas`` and ``processReplacedAllInfo`` (controller.go):
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L575-L638
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/the_real_fifo.go#L88-L160
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/controller.go#L605-L800
 
-How the pieces meet, one thread per box::
+One thread per box::
 
     reflector thread          processing thread                 one thread per handler
     LIST/WATCH  --deltas-->   RealFIFO --pop--> indexer (cache)
                                           \\--> buffer --> on_add / on_update / on_delete
                                            \\-> buffer --> on_add / on_update / on_delete
 
-1. The reflector writes every change into :class:`RealFIFO`, an in-order queue
-   (a deque and a Condition). A LIST becomes a single ``ReplacedAll`` delta, as
-   in client-go v0.36 with its ``AtomicFIFO`` feature gate (beta, on by default).
-2. The processing thread pops one delta at a time, applies it to
-   ``self.indexer`` (so the cache is updated *before* any handler hears of the
-   change, and a handler that reads the lister sees at least that state), then
-   hands a notification to every handler's buffer. For ``ReplacedAll`` it
-   replaces the cache, then sends ``on_delete(DeletedFinalStateUnknown(key,
-   last known))`` for keys the new list lacks (deletes we missed while not
-   watching), then ``on_update(old, new)`` or ``on_add`` in list order.
-   Updates whose old and new resourceVersion are equal (a re-list of an
-   unchanged object, or a resync) go only to handlers whose resync is due.
-3. Each handler registration has its own unbounded buffer and its own thread,
-   and calls its handler sequentially. A slow handler delays only itself:
-   neither the watch, nor the cache, nor the other handlers.
+The processing thread applies each delta to the cache before any handler hears
+of it. A LIST is one ``ReplacedAll`` delta: tombstones
+(``DeletedFinalStateUnknown``) for the keys it lacks, then updates and adds in
+list order. A resync is one ``SyncAll``, queued behind the deltas waiting, only
+while the reflector watches (client-go ``Reflector.watchWithResync``), so never
+while it cannot list:
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L511-L554
 
-Resync replays the cache (no re-list) to the handlers whose period is due;
-periods are per handler, at least 1 s, and checked every "resync check period",
-the smallest period asked for before ``start()`` (client-go
-``TestResyncCheckPeriod``).
+Where ours differs from client-go:
 
-How this differs from client-go:
-
-* DeltaFIFO (client-go up to v0.32) keeps one queue entry per key, which
-  holds every delta of that key in order (it drops only a second delete in a
-  row), so a consumer gets a key's whole history at once; RealFIFO (v0.33+,
-  the only choice since v0.36) is a flat list of single deltas in arrival order.
-  Ours is RealFIFO-like: in order, nothing dropped.
-* A LIST: from v0.33 to v0.35 RealFIFO's ``Replace`` queued one ``Replaced``
-  delta per object and made the tombstones itself, from its ``knownObjects``
-  (the indexer) and its queued deltas. Since v0.36, with the ``AtomicFIFO``
-  gate on, it queues one ``ReplacedAll`` delta and the informer makes the
-  tombstones when it applies it (``processReplacedAllInfo``), against the
-  cache at that moment; ours does that (with the gate off, v0.36 does as v0.35).
-* Resync is done by the processing thread itself on a clock deadline, instead
-  of a reflector timer that calls the FIFO's ``Resync`` (one ``SyncAll``
-  delta with ``AtomicFIFO``; without it a ``Sync`` delta per cached key that
-  has nothing queued);
-  since one thread applies deltas and resyncs, the order is the same.
-* Bookmarks do not enter the FIFO (only the reflector's resourceVersion moves).
-* A handler that raises is logged and skipped; client-go crashes the process by
-  default (``HandleCrash``).
-* ``wait_for_cache_sync`` blocks on a Condition that the informer notifies;
-  client-go's ``WaitForCacheSync`` polls ``HasSynced`` every 100 ms.
-* ``transform`` defaults to stripping managedFields. client-go has no
-  default transform and no ready-made one for this, only the hook
-  (``SetTransform``); controller-runtime's cache offers
-  ``TransformStripManagedFields``. Ours runs while a LIST is decoded, not after.
-* No cache mutation detector (chapter 03b builds one as an event handler),
-  no watch-error handler hook.
+* The processing thread keeps the resync deadline (client-go: a timer
+  goroutine beside the watch), so a ``SyncAll`` may be queued one delta later.
+* ``wait_for_cache_sync`` returns False as soon as an informer it waits for
+  was stopped before it synced; ``WaitForCacheSync`` and ``WaitFor`` wait on
+  until their own stop channel or context ends:
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L413-L509
+* One delta at a time (no ``PopBatch``); bookmarks only move the reflector's
+  resourceVersion; ``transform`` strips managedFields by default; no cache
+  mutation detector, no watch-error handler; a handler that raises is logged
+  and skipped, where client-go's ``HandleCrashWithLogger`` crashes the process:
+  https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/util/runtime/runtime.go#L90-L95
 """
 
 from __future__ import annotations
@@ -94,7 +68,8 @@ from helpers.store import (
 log = logging.getLogger("helpers.informer")
 
 MINIMUM_RESYNC_PERIOD = 1.0
-"""Handlers may not ask for a resync more often than this (client-go ``minimumResyncPeriod``)."""
+"""Handlers may not ask for a resync more often than this (client-go ``minimumResyncPeriod``):
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L871-L871"""
 
 JOIN_TIMEOUT = 30.0
 """How long leaving a ``with informer:`` block waits for the threads to end."""
@@ -109,7 +84,9 @@ class InformerStoppedError(RuntimeError):
 
 
 class EventHandler(Protocol):
-    """An object with client-go's three callbacks (``ResourceEventHandler``); each is optional."""
+    """An object with client-go's three callbacks (``ResourceEventHandler``); each is optional:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/controller.go#L263-L283
+    """
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None: ...
 
@@ -129,15 +106,17 @@ class _Callbacks(NamedTuple):
 # --- the FIFO between the reflector and the processing thread ---------------------
 
 
-ADDED, UPDATED, DELETED, REPLACED_ALL = "Added", "Updated", "Deleted", "ReplacedAll"
+ADDED, UPDATED, DELETED = "Added", "Updated", "Deleted"
+REPLACED_ALL, SYNC_ALL = "ReplacedAll", "SyncAll"
 
 
 @dataclass(frozen=True)
 class Delta:
-    """One change, in the order the reflector saw it (client-go ``Delta``).
+    """One change, in the order the reflector saw it (client-go ``Delta``):
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/delta_fifo.go#L216-L219
 
     For ``ReplacedAll`` ``obj`` is the list of every object, and
-    ``resource_version`` the list's resourceVersion.
+    ``resource_version`` the list's resourceVersion; a ``SyncAll`` carries nothing.
     """
 
     type: str
@@ -145,17 +124,27 @@ class Delta:
     resource_version: str = ""
 
 
+def _same_version(old: Any, new: Any) -> bool:
+    """Both carry the same resourceVersion: no change (an unchanged object listed again)."""
+
+    def version(obj: Any) -> Any:
+        return (obj.get("metadata") or {}).get("resourceVersion")
+
+    return version(old) is not None and version(old) == version(new)
+
+
 def strip_managed_fields(obj: Any) -> Any:
     """Drop ``metadata.managedFields`` (server-side apply bookkeeping) from a cached object.
 
-    client-go has the hook (``SharedIndexInformer.SetTransform``) but no
-    such function; controller-runtime's cache has it ready-made
-    (``cache.TransformStripManagedFields``).
+    client-go has the hook (``SharedIndexInformer.SetTransform``) but no such
+    function; controller-runtime's cache has it ready-made:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L703-L713
+    https://github.com/kubernetes-sigs/controller-runtime/blob/v0.24.1/pkg/cache/cache.go#L470-L482
 
-    Controllers almost never read managedFields, and they are
-    often the largest part of a small object: dropping them roughly halves the
-    memory of a cache of ConfigMaps. The reflector runs it on each object as it
-    is decoded, so cache and handlers see the same, smaller object.
+    Controllers almost never read managedFields, and they are often the largest
+    part of a small object: dropping them roughly halves the memory of a cache of
+    ConfigMaps. The reflector runs it on each object as it is decoded, so cache
+    and handlers see the same, smaller object.
     """
     if isinstance(obj, dict):
         metadata = obj.get("metadata")
@@ -175,8 +164,9 @@ class RealFIFO:
         self._cond = threading.Condition()
         self._deltas: deque[Delta] = deque()
         self._closed = False
+        self._woken = False  # wake() was called: pop returns, so its caller reads a new deadline
 
-    # The reflector's store interface.
+    # The reflector's store interface, and the resync.
 
     def add(self, obj: Any) -> None:
         self._push(Delta(ADDED, obj))
@@ -190,6 +180,10 @@ class RealFIFO:
     def replace(self, items: list[Any], resource_version: str) -> None:
         self._push(Delta(REPLACED_ALL, list(items), resource_version))
 
+    def resync(self) -> None:
+        """Queue one ``SyncAll``, behind every delta already waiting."""
+        self._push(Delta(SYNC_ALL, None))
+
     # The consumer's side.
 
     def __len__(self) -> int:
@@ -202,12 +196,21 @@ class RealFIFO:
             return self._closed
 
     def pop(self, clock: Clock, deadline: float | None = None) -> Delta | None:
-        """The oldest delta; None when closed, or when ``deadline`` (clock time) passes first."""
+        """The oldest delta; None when closed, woken, or once ``deadline`` (clock time) passes."""
         with self._cond:
-            clock.wait_until(self._cond, lambda: bool(self._deltas) or self._closed, deadline)
+            clock.wait_until(
+                self._cond, lambda: bool(self._deltas) or self._closed or self._woken, deadline
+            )
+            self._woken = False
             if self._closed or not self._deltas:
                 return None
             return self._deltas.popleft()
+
+    def wake(self) -> None:
+        """Make a waiting ``pop`` return now, so that its caller reads a new deadline."""
+        with self._cond:
+            self._woken = True
+            self._cond.notify_all()
 
     def close(self) -> None:
         """Wake the consumer and refuse further deltas."""
@@ -228,11 +231,11 @@ class RealFIFO:
 
 
 class SyncSignal:
-    """A one-way flag that turns on once, and can wake a waiter watching several flags.
+    """A one-way flag that turns on once, and wakes waiters watching several flags.
 
-    client-go ``DoneChecker`` (a ``Done()`` channel). A ``threading.Event``
-    cannot wake a thread that waits for "all of these, or stop"; this can,
-    because waiters hand it the Condition they sleep on.
+    client-go ``DoneChecker`` (a ``Done()`` channel). Waiters hand it the
+    Condition they sleep on, which a ``threading.Event`` cannot take:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L511-L527
     """
 
     def __init__(self, name: str) -> None:
@@ -336,10 +339,7 @@ class HandlerRegistration:
             return len(self._buffer)
 
     def wait_until_idle(self, timeout: float | None = None) -> bool:
-        """Block until the buffer is empty and no callback runs; False on timeout.
-
-        For tests and notebooks: "has this handler caught up with what it was given?"
-        """
+        """Block until the buffer is empty and no callback runs (caught up); False on timeout."""
         with self._cond:
             return self._cond.wait_for(
                 lambda: self._stopping or not (self._buffer or self._busy), timeout
@@ -382,21 +382,6 @@ class HandlerRegistration:
             self._buffer.append(notification)
             self._cond.notify_all()
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                self._cond.wait_for(lambda: self._buffer or self._stopping)
-                if self._stopping:
-                    return
-                notification = self._buffer.popleft()
-                self._busy = True
-            try:
-                self._dispatch(notification)
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
-
     def _dispatch(self, notification: _Notification) -> None:
         on_add, on_update, on_delete = self._callbacks
         try:
@@ -419,6 +404,21 @@ class HandlerRegistration:
                 if now_synced:
                     self.synced.set()
 
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._buffer or self._stopping)
+                if self._stopping:
+                    return
+                notification = self._buffer.popleft()
+                self._busy = True
+            try:
+                self._dispatch(notification)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
 
 # --- the informer -------------------------------------------------------------------------
 
@@ -426,15 +426,9 @@ class HandlerRegistration:
 class SharedInformer:
     """A cache of one collection, kept current by a reflector, shared by many handlers.
 
-    client-go ``sharedIndexInformer``. ``self.indexer`` is the cache (indexed by
-    namespace unless ``indexers`` says otherwise), ``self.reflector`` the
-    LIST/WATCH loop, ``self.fifo`` the queue between them.
-
-    ``transform`` runs on every object before it is cached or handed to
-    handlers. The default is :func:`strip_managed_fields`; client-go has no default
-    (only the ``SetTransform`` hook), and controller-runtime's cache offers the
-    same as ``TransformStripManagedFields``. Pass
-    ``transform=None`` to keep objects exactly as the API server sent them.
+    client-go ``sharedIndexInformer``. ``indexer`` is the cache (by namespace unless
+    ``indexers`` says otherwise). ``transform`` runs on every object before it is
+    cached: :func:`strip_managed_fields`, another, or None for objects as sent.
     """
 
     def __init__(
@@ -460,7 +454,7 @@ class SharedInformer:
             indexers if indexers is not None else {NAMESPACE_INDEX: namespace_index_func}
         )
         self.fifo = RealFIFO()
-        self.reflector = Reflector(
+        self.reflector = _InformerReflector(
             list_watch,
             self.fifo,
             name=name,
@@ -470,6 +464,7 @@ class SharedInformer:
             backoff=backoff if backoff is not None else Backoff(clock=clock),
             clock=clock,
             transform=transform,
+            on_watching=self._watching,
         )
         self.synced = SyncSignal(f"informer {name}")
         self._default_resync = max(0.0, resync_period)
@@ -480,7 +475,7 @@ class SharedInformer:
         self._lock = threading.RLock()
         self._handlers: list[HandlerRegistration] = []
         self._syncing: set[HandlerRegistration] = set()  # resync due at the last check
-        self._next_check: float | None = None
+        self._next_check: float | None = None  # the resync deadline, set while watching
         self._started = False
         self._stopped = False
         self._thread: threading.Thread | None = None
@@ -495,7 +490,9 @@ class SharedInformer:
     # -- what a controller asks -------------------------------------------------------
 
     def has_synced(self) -> bool:
-        """True once the first LIST has been applied to the cache (client-go ``HasSynced``)."""
+        """True once the first LIST has been applied to the cache (client-go ``HasSynced``):
+        https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L791-L798
+        """
         return self.synced.is_set()
 
     @property
@@ -519,11 +516,8 @@ class SharedInformer:
             return tuple(self._handlers)
 
     def lister(self, resource: str | None = None, group: str | None = None) -> Lister:
-        """A :class:`helpers.lister.Lister` over this informer's cache.
-
-        The resource and group (used in NotFound messages) default to what the
-        ListWatch's path names.
-        """
+        """A :class:`helpers.lister.Lister` over the cache; resource and group (for NotFound
+        messages) default to what the ListWatch's path names."""
         collection = getattr(self.list_watch, "collection", None)
         return Lister(
             self.indexer,
@@ -532,11 +526,9 @@ class SharedInformer:
         )
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
-        """Add indices to the cache, before or after start; cached objects are indexed at once.
-
-        Under the informer's lock no delta is being applied, so a new index is built
-        from one consistent cache. client-go allows this after start since
-        Kubernetes 1.30 (kubernetes/kubernetes#117046); it used to refuse.
+        """Add indices to the cache, before or after start (under the lock: one consistent
+        cache), as client-go's ``AddIndexers`` does since Kubernetes 1.30:
+        https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L837-L846
         """
         with self._lock:
             self.indexer.add_indexers(indexers)
@@ -553,13 +545,10 @@ class SharedInformer:
         resync_period: float | None = None,
         name: str | None = None,
     ) -> HandlerRegistration:
-        """Register callbacks (or an object with ``on_add/on_update/on_delete``).
+        """Register callbacks, or an object with ``on_add/on_update/on_delete``.
 
-        ``on_add(obj, is_in_initial_list)``, ``on_update(old, new)``,
-        ``on_delete(obj_or_tombstone)``. ``resync_period`` defaults to the
-        informer's. Added after start, the handler first gets every cached
-        object as an add with ``is_in_initial_list=True``; its registration's
-        ``has_synced()`` turns true once it has handled those.
+        ``resync_period`` defaults to the informer's. Added after start, the handler
+        first gets the cache replayed as adds (``is_in_initial_list=True``).
         """
         if handler is not None:
             on_add = on_add or getattr(handler, "on_add", None)
@@ -588,18 +577,6 @@ class SharedInformer:
                 self._replay_to(registration)
         return registration
 
-    def _replay_to(self, registration: HandlerRegistration) -> None:
-        """A handler added to a running informer starts with the whole cache, as adds.
-
-        Called under the informer's lock: no delta is being applied, so the cache is
-        one consistent snapshot, and live events queue up behind the replay.
-        """
-        registration._start()
-        for obj in self.indexer.list():
-            registration._enqueue(_Add(obj, is_in_initial_list=True))
-        if self.synced.is_set():  # otherwise the informer's first list will say so
-            registration._mark_upstream_synced()
-
     def remove_event_handler(self, registration: HandlerRegistration) -> None:
         """Stop delivering to ``registration``; its buffer is dropped. Idempotent.
 
@@ -610,40 +587,6 @@ class SharedInformer:
                 self._handlers.remove(registration)
             self._syncing.discard(registration)
         registration._stop()
-
-    def _resolve_resync_period(self, requested: float | None, name: str) -> float:
-        """client-go ``AddEventHandlerWithResyncPeriod``'s rules (call with the lock held)."""
-        period = self._default_resync if requested is None else max(0.0, requested)
-        if period == 0:
-            return 0.0
-        if period < MINIMUM_RESYNC_PERIOD:
-            log.warning(
-                "handler %s: resync period %.3fs is too small; using %.0fs",
-                name,
-                period,
-                MINIMUM_RESYNC_PERIOD,
-            )
-            period = MINIMUM_RESYNC_PERIOD
-        if period < self._check_period:
-            if self._started:
-                log.warning(
-                    "handler %s: resync period %.1fs is below the resync check period %.1fs "
-                    "of the running informer; using %.1fs",
-                    name,
-                    period,
-                    self._check_period,
-                    self._check_period,
-                )
-                period = self._check_period
-            else:
-                # Before start the check period may shrink; every handler's
-                # effective period is recomputed against it.
-                self._check_period = period
-                for other in self._handlers:
-                    other.resync_period = _determine_resync_period(
-                        other.requested_resync_period, period, other.name
-                    )
-        return period
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -656,8 +599,6 @@ class SharedInformer:
                 log.warning("informer %s has already started; start() ignored", self.name)
                 return
             self._started = True
-            if self._check_period > 0:
-                self._next_check = self._clock.now() + self._check_period
             for registration in self._handlers:
                 registration._start()
             self._thread = threading.Thread(target=self._process_loop, name=f"informer-{self.name}")
@@ -709,7 +650,7 @@ class SharedInformer:
     # -- the processing thread ---------------------------------------------------------------
 
     def _process_loop(self) -> None:
-        """Pop deltas in order, apply each to the cache, then notify; resync when due."""
+        """Pop deltas in order and apply each; once the resync deadline passes, queue a resync."""
         while True:
             delta = self.fifo.pop(self._clock, self._next_check)
             if self.fifo.closed:
@@ -726,10 +667,22 @@ class SharedInformer:
                     self._resync()
             del delta  # before waiting: a ReplacedAll delta holds every object, idle or not
 
+    def _replay_to(self, registration: HandlerRegistration) -> None:
+        """The whole cache, as adds; under the lock, so live events queue up behind."""
+        registration._start()
+        for obj in self.indexer.list():
+            registration._enqueue(_Add(obj, is_in_initial_list=True))
+        if self.synced.is_set():  # otherwise the informer's first list will say so
+            registration._mark_upstream_synced()
+
     def _apply(self, delta: Delta) -> None:
-        """client-go ``processDeltas``: the cache first, then the handlers."""
+        """The cache first, then the handlers (client-go ``processDeltas``)."""
         if delta.type == REPLACED_ALL:
             self._replace_all(delta.obj, delta.resource_version)
+            return
+        if delta.type == SYNC_ALL:  # a resync: the cache again, as updates of the same version
+            for obj in self.indexer.list():
+                self._distribute(_Update(obj, obj), sync=True)
             return
         obj = delta.obj
         if delta.type == DELETED:
@@ -768,24 +721,8 @@ class SharedInformer:
             for registration in self._handlers:
                 registration._mark_upstream_synced()
             log.info(
-                "informer %s: synced %d objects at resourceVersion %s",
-                self.name,
-                len(items),
-                resource_version,
+                "informer %s: synced %d objects at %s", self.name, len(items), resource_version
             )
-
-    def _resync(self) -> None:
-        """Replay the cache to the handlers whose resync is due (client-go ``shouldResync``)."""
-        now = self._clock.now()
-        due = [h for h in self._handlers if h.resync_period > 0 and now >= h.next_resync]
-        for registration in due:
-            registration.next_resync = now + registration.resync_period
-        self._syncing = set(due)
-        if due:
-            for obj in self.indexer.list():
-                for registration in due:
-                    registration._enqueue(_Update(obj, obj))
-        self._next_check = now + self._check_period
 
     def _distribute(self, notification: _Notification, sync: bool = False) -> None:
         """To every handler; a sync (same resourceVersion) only to those whose resync is due."""
@@ -793,35 +730,59 @@ class SharedInformer:
             if not sync or registration in self._syncing:
                 registration._enqueue(notification)
 
+    def _watching(self, watching: bool) -> None:
+        """A watch phase began (just after a LIST) or ended: set or clear the resync deadline."""
+        with self._lock:
+            if watching and self._check_period > 0:
+                self._next_check = self._clock.now() + self._check_period
+            else:
+                self._next_check = None
+        self.fifo.wake()  # the processing thread may be waiting with the old deadline
 
-def _determine_resync_period(desired: float, check: float, name: str) -> float:
-    """client-go ``determineResyncPeriod``: 0 stays 0; never below the check period."""
-    if desired == 0:
-        return 0.0
-    if check == 0:
-        log.warning(
-            "handler %s asked for a %.1fs resync, but the informer resyncs never "
-            "(resync_period=0); it will not resync",
-            name,
-            desired,
-        )
-        return 0.0
-    if desired < check:
-        log.warning(
-            "handler %s: resync period %.1fs raised to the resync check period %.1fs",
-            name,
-            desired,
-            check,
-        )
-        return check
-    return desired
+    def _resync(self) -> None:
+        """The deadline passed: mark the handlers due, and queue a ``SyncAll`` behind what waits.
 
+        client-go ``sharedProcessor.shouldResync``, then the FIFO's ``Resync``. The
+        processing thread calls it with the lock held; ``_apply`` replays the cache
+        to the marked handlers when the ``SyncAll`` comes up:
+        https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L1162-L1182
+        https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/the_real_fifo.go#L737-L787
+        """
+        now = self._clock.now()
+        due = [h for h in self._handlers if h.resync_period > 0 and now >= h.next_resync]
+        for registration in due:
+            registration.next_resync = now + registration.resync_period
+        self._syncing = set(due)
+        if due:
+            self.fifo.resync()
+        self._next_check = now + self._check_period
 
-def _same_version(old: Any, new: Any) -> bool:
-    def version(obj: Any) -> Any:
-        return (obj.get("metadata") or {}).get("resourceVersion")
-
-    return version(old) is not None and version(old) == version(new)
+    def _resolve_resync_period(self, requested: float | None, name: str) -> float:
+        """client-go ``AddEventHandlerWithOptions``'s rules (call with the lock held):
+        https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L877-L942
+        """
+        period = self._default_resync if requested is None else max(0.0, requested)
+        if period == 0:
+            return 0.0
+        if period < MINIMUM_RESYNC_PERIOD:
+            log.warning("handler %s: resync period %.3fs is below 1 s; using 1 s", name, period)
+            period = MINIMUM_RESYNC_PERIOD
+        if period < self._check_period:
+            if self._started:
+                log.warning(
+                    "handler %s: resync period %.1fs is below the running informer's check "
+                    "period; using %.1fs", name, period, self._check_period
+                )  # fmt: skip
+                period = self._check_period
+            else:
+                # Before start the check period may shrink; every handler's
+                # effective period is recomputed against it.
+                self._check_period = period
+                for other in self._handlers:
+                    other.resync_period = _determine_resync_period(
+                        other.requested_resync_period, period, other.name
+                    )
+        return period
 
 
 # --- waiting for caches ---------------------------------------------------------------------
@@ -833,13 +794,14 @@ Syncable = SharedInformer | HandlerRegistration | SyncSignal | Callable[[], bool
 def wait_for_cache_sync(
     *has_synced: Syncable, timeout: float | None, stop: StopEvent | None = None
 ) -> bool:
-    """Block until every informer/registration has synced; False on timeout or stop.
+    """Block until every informer/registration has synced; False on timeout, on stop, or
+    as soon as one of them was stopped before it synced (it never will).
 
-    Pass informers, handler registrations, or their ``has_synced`` methods.
-    Nothing polls: each one notifies ``stop.condition`` when it syncs
-    (or is stopped before syncing, which ends the wait early). client-go's
-    ``WaitForCacheSync`` polls every 100 ms instead; its newer ``WaitFor`` waits
-    on ``Done()`` channels, which is what this mirrors.
+    Pass informers, handler registrations, or their ``has_synced`` methods;
+    each notifies ``stop.condition`` when it syncs or stops (no polling).
+    client-go's ``WaitForCacheSync`` and ``WaitFor`` wait for a stopped informer
+    until their own stop channel or context ends:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L413-L509
     """
     signals = [_signal_of(item) for item in has_synced]
     stop = stop if stop is not None else StopEvent()
@@ -875,3 +837,42 @@ def _signal_of(item: Syncable) -> SyncSignal:
         "wait_for_cache_sync needs informers or handler registrations (or their has_synced "
         f"methods), which announce when they sync; got {item!r}"
     )
+
+
+# -- resync: only while the reflector watches ----------------------------------------------
+
+
+class _InformerReflector(Reflector):
+    """The informer's reflector: it says when it starts and stops watching.
+
+    A watch phase begins after each successful LIST and lasts while the reflector
+    watches, re-watches and the backoff after a refused watch included; a 410 or
+    another error ends it. client-go runs its resync timer for exactly that long
+    (``watchWithResync``).
+    """
+
+    def __init__(self, *args: Any, on_watching: Callable[[bool], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_watching = on_watching
+
+    def _watch_until_error(self) -> None:
+        self._on_watching(True)
+        try:
+            super()._watch_until_error()
+        finally:
+            self._on_watching(False)
+
+
+def _determine_resync_period(desired: float, check: float, name: str) -> float:
+    """client-go ``determineResyncPeriod``: 0 stays 0; never below the check period:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L856-L869
+    """
+    if desired == 0:
+        return 0.0
+    if check == 0:
+        log.warning("handler %s: the informer never resyncs (resync_period=0); nor will it", name)
+        return 0.0
+    if desired < check:
+        log.warning("handler %s: resync period %.1fs raised to %.1fs", name, desired, check)
+        return check
+    return desired

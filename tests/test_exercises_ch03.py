@@ -1,6 +1,7 @@
 """Chapter 03's exercise checks say "not attempted", "wrong" and "correct" when they should,
-and every stored solution passes its check. Checks 1 and 2 are 03a's exercises 1 and 2, checks 3
-and 4 are 03b's exercises 1 and 2, and each verdict names its exercise as the notebook does.
+and every stored solution passes its check. Checks 1, 2 and 7 are 03a's exercises 1, 2 and 3,
+checks 3 to 6 are 03b's exercises 1 to 4, and each verdict names its exercise as the notebook
+does.
 
 Each check is tried with an answer copied from what its chapter printed (and check 2 with a
 class that holds fixed counts): each must say "wrong". On a cluster with etcd access the
@@ -9,15 +10,22 @@ tombstone check gives a real verdict; only without it may it say it can't check.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import kubernetes
 import pytest
 
+from helpers import informer
 from helpers.cluster.info import describe
 from helpers.exercises import ch03
 from helpers.lister import Lister
-from helpers.store import namespace_index_func, owner_uid_index_func
+from helpers.store import (
+    DeletedFinalStateUnknown,
+    meta_namespace_key,
+    namespace_index_func,
+    owner_uid_index_func,
+)
 from notebooks.solutions import ch03 as solutions
 
 
@@ -46,6 +54,98 @@ def test_ch03_check_1_stuck_handler(api: kubernetes.client.ApiClient, namespace:
     assert ch03.check_1(solutions.answer_1, api, namespace).correct
     kubernetes.client.CoreV1Api(api).delete_namespace(namespace)
     assert_check_2_judges(ch03.check_2(solutions.DeleteCounter, api, namespace))
+
+
+def test_ch03_check_7_replace_all_notifications() -> None:
+    assert ch03.check_7(None).state == "not attempted yet"
+    assert str(ch03.check_7(None)).startswith("… Exercise 3:"), "03a's third exercise"
+    for _ in range(20):  # three of its re-lists are drawn at random on every run
+        assert ch03.check_7(solutions.replace_all_notifications).correct
+
+
+def test_ch03_check_7_expects_what_the_informer_is_told() -> None:
+    """The check expects, re-list by re-list, what the chapter's SharedInformer._replace_all
+    hands _distribute (as client-go's processReplacedAllInfo hands the informer's OnDelete,
+    OnUpdate and OnAdd), tombstones in any order."""
+    as_tuple = {
+        informer._Delete: lambda n: ("delete", n.obj),
+        informer._Update: lambda n: ("update", n.old, n.new),
+        informer._Add: lambda n: ("add", n.obj),
+    }
+    for _, cache_before, listed in ch03._relists(random.Random(7)):
+        shared = informer.SharedInformer(object(), name="oracle")  # type: ignore[arg-type]
+        shared.indexer.replace(list(cache_before.values()), "1")
+        shared.synced.set()  # a re-list, not the first list
+        told: list[tuple] = []
+
+        def record(n: Any, sync: bool = False, told: list[tuple] = told) -> None:
+            told.append(as_tuple[type(n)](n))
+
+        shared._distribute = record  # type: ignore[method-assign]
+        shared._replace_all(listed, "2")
+        expected = ch03._replace_all_expected(cache_before, listed)
+        assert ch03._sorted_deletes(told) == ch03._sorted_deletes(expected)
+
+
+def _grouped(cache_before: dict[str, Any], listed: list[Any]) -> list[tuple]:
+    """Tombstones, then every add, then every update: the right notifications, wrong order."""
+    told = solutions.replace_all_notifications(cache_before, listed)
+    return sorted(told, key=lambda n: ["delete", "add", "update"].index(n[0]))
+
+
+def _changed_only(cache_before: dict[str, Any], listed: list[Any]) -> list[tuple]:
+    """Leaves out an update whose old and new resourceVersion are the same."""
+    told = solutions.replace_all_notifications(cache_before, listed)
+    version = lambda obj: obj["metadata"]["resourceVersion"]  # noqa: E731
+    return [n for n in told if n[0] != "update" or version(n[1]) != version(n[2])]
+
+
+def _by_uid(cache_before: dict[str, Any], listed: list[Any]) -> list[tuple]:
+    """An object created again under its name (a new uid) as a delete and an add."""
+    uid = {meta_namespace_key(o): o["metadata"]["uid"] for o in listed}
+    renewed = {k: o for k, o in cache_before.items() if k in uid and o["metadata"]["uid"] != uid[k]}
+    told = solutions.replace_all_notifications(
+        {k: o for k, o in cache_before.items() if k not in renewed}, listed
+    )
+    return [("delete", DeletedFinalStateUnknown(k, o)) for k, o in renewed.items()] + told
+
+
+def _plain_deletes(cache_before: dict[str, Any], listed: list[Any]) -> list[tuple]:
+    told = solutions.replace_all_notifications(cache_before, listed)
+    return [("delete", n[1].obj) if n[0] == "delete" else n for n in told]
+
+
+PRINTED_IN_03A = [
+    # 03a's re-list drill printed "delete db tombstone", "add queue", "update web new version".
+    ("delete", DeletedFinalStateUnknown("ch03a-informer/db", {"metadata": {"name": "db"}})),
+    ("add", {"metadata": {"name": "queue", "namespace": "ch03a-informer"}}),
+    (
+        "update",
+        {"metadata": {"name": "web", "namespace": "ch03a-informer", "resourceVersion": "1"}},
+        {"metadata": {"name": "web", "namespace": "ch03a-informer", "resourceVersion": "2"}},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("cheat", "says"),
+    [
+        (lambda cache_before, listed: [], "said nothing of it"),
+        (lambda cache_before, listed: PRINTED_IN_03A, "which was not in the cache"),
+        (_grouped, "not in the order of the list"),
+        (_changed_only, "listed again unchanged"),
+        (_by_uid, "even its uid"),
+        (_plain_deletes, "DeletedFinalStateUnknown"),
+    ],
+    ids=["always-empty", "printed-in-03a", "adds-before-updates", "changed-only", "by-uid",
+         "plain-deletes"],
+)  # fmt: skip
+def test_ch03_check_7_says_wrong_to_cheats(cheat: Any, says: str) -> None:
+    """Each cheat is told which rule it broke, never the notifications it should have returned."""
+    verdict = ch03.check_7(cheat)
+    assert verdict.state == "wrong", verdict
+    assert says in verdict.detail, verdict.detail
+    assert "('update'" not in verdict.detail and "('add'" not in verdict.detail
 
 
 def test_ch03_check_3_same_colour() -> None:

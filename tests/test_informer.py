@@ -37,7 +37,7 @@ from helpers.informer import (
 from helpers.lister import NotFoundError
 from helpers.listwatch import ListWatch, WatchExpired
 from helpers.store import DeletedFinalStateUnknown
-from tests.test_reflector import FakeSource, ListCall, instant_backoff
+from tests.test_reflector import FakeSource, ListCall, api_error, instant_backoff
 
 GUARD = 10.0
 """Real seconds before a wait that should succeed is declared a failure."""
@@ -103,6 +103,12 @@ def informer_on(source: FakeSource, **kwargs: Any) -> SharedInformer:
     return SharedInformer(source, name=kwargs.pop("name", "test"), **kwargs)
 
 
+def watching(informer: SharedInformer, watches: int = 1) -> None:
+    """Wait until the reflector has made its ``watches``-th WATCH: its watch phase has begun, so
+    the resync deadline is set (a check period after the LIST)."""
+    assert informer.reflector.wait_for(lambda r: r.watches >= watches, GUARD), "no watch"
+
+
 def settled(clock: FakeClock, *registrations: HandlerRegistration) -> None:
     """Wait until the processing thread is parked on the clock and every handler is idle."""
     assert clock.wait_for_waiters(1, timeout=GUARD), "processing thread did not park"
@@ -158,6 +164,7 @@ def test_each_handler_resyncs_on_its_own_period__TestListenerResyncPeriods() -> 
     with informer:
         for r in recorders:
             assert r.wait_for(lambda r: r.names("add") == {"pod1", "pod2"})
+        watching(informer)
         settled(clock, *regs)
         for r in recorders:
             r.reset()
@@ -201,12 +208,14 @@ def test_watch_disruption__TestSharedInformerWatchDisruption() -> None:
             assert r.wait_for(lambda r: r.names() == {"pod1", "pod2"})
         source.add("pod3", broadcast=False)
         source.modify("pod2", broadcast=False)
+        watching(informer)
         settled(clock, *regs)
         assert no_resync.names() == with_resync.names() == {"pod1", "pod2"}, "nobody saw it"
         no_resync.reset()
         with_resync.reset()
 
         clock.step(1)  # resync check: with_resync is due, no_resync never is
+        assert with_resync.wait_for(lambda r: r.names("update") == {"pod1", "pod2"})
         source.reset_watch()  # the watch ends with 410 Expired
         assert clock.wait_for_waiters(2, timeout=GUARD), "reflector should back off"
         clock.step(1)  # past the backoff: re-list
@@ -220,6 +229,129 @@ def test_watch_disruption__TestSharedInformerWatchDisruption() -> None:
     assert ("add", "pod3", False) in no_resync.snapshot()
     assert isinstance(informer.reflector.last_error, WatchExpired)
     assert informer.reflector.relists == 1
+
+
+def test_no_resync_while_the_reflector_cannot_list__watchWithResync() -> None:
+    """reflector.go watchWithResync: client-go's resync timer runs only while the reflector
+    watches, from each successful LIST. A watch that ends with 410, then LISTs that fail for
+    6 s (three periods): no resync at all. The next LIST starts the period again."""
+    clock = FakeClock()
+    source = FakeSource()
+    source.add("pod1")
+    backoff = Backoff(initial=1.0, factor=1.0, jitter=0.0, clock=clock)
+    informer = informer_on(source, resync_period=2, clock=clock, backoff=backoff)
+    recorder = Recorder()
+    registration = informer.add_event_handler(recorder)
+    etcd_down = threading.Event()
+
+    def on_list(call: ListCall) -> dict[str, Any] | None:
+        if etcd_down.is_set():
+            raise api_error(500, "InternalError", "etcdserver: request timed out")
+        return None
+
+    source.on_list = on_list
+    resync = ("update", "pod1", "1", "1")
+    with informer:
+        assert recorder.wait_for(lambda r: r.names("add") == {"pod1"})
+        watching(informer)
+        settled(clock, registration)
+        clock.step(2)  # a period after the LIST: the cache is replayed
+        assert recorder.wait_for(lambda r: resync in r.events)
+        recorder.reset()
+
+        etcd_down.set()
+        source.reset_watch()  # 410: back to LIST, which fails, again and again
+        for lists in range(2, 8):
+            assert clock.wait_for_waiters(2, timeout=GUARD), "the reflector should back off"
+            clock.step(1)
+            assert source.wait_for(lambda s, n=lists: len(s.list_calls) >= n)
+        assert clock.wait_for_waiters(2, timeout=GUARD)
+        settled(clock, registration)
+        assert recorder.snapshot() == [], "resynced while the reflector could not list"
+
+        etcd_down.clear()
+        clock.step(1)  # the LIST succeeds; the next resync is a period away
+        watching(informer, 2)
+        settled(clock, registration)
+        recorder.reset()  # the re-list's unchanged pod1, to a handler marked due at t=2
+        clock.step(1)
+        settled(clock, registration)
+        assert recorder.snapshot() == [], "resynced less than a period after the LIST"
+        clock.step(1)
+        assert recorder.wait_for(lambda r: resync in r.events)
+    assert informer.reflector.relists == 7
+
+
+def test_resync_goes_on_while_a_refused_watch_is_retried__isWatchErrorRetriable() -> None:
+    """reflector.go watch: a refused connection (or a 429) is retried inside the watch phase,
+    without a LIST, so client-go's resync timer keeps running; ours too."""
+    clock = FakeClock()
+    source = FakeSource()
+    source.add("pod1")
+    backoff = Backoff(initial=1.0, factor=1.0, jitter=0.0, clock=clock)
+    informer = informer_on(source, resync_period=2, clock=clock, backoff=backoff)
+    recorder = Recorder()
+    registration = informer.add_event_handler(recorder)
+
+    def refuse(call: Any) -> Any:
+        raise ConnectionRefusedError("connection refused")
+
+    with informer:
+        assert recorder.wait_for(lambda r: r.names("add") == {"pod1"})
+        watching(informer)
+        settled(clock, registration)
+        stream = source.open_streams()[0]
+        source.on_watch = refuse
+        source.modify("pod1")  # one event, so that the watch ending now is not "very short"
+        assert recorder.wait_for(lambda r: ("update", "pod1", "1", "2") in r.events)
+        stream.end()  # the reflector watches again, is refused, and backs off
+        assert source.wait_for(lambda s: len(s.watch_calls) == 2)
+        assert clock.wait_for_waiters(2, timeout=GUARD)
+        clock.step(1)
+        assert source.wait_for(lambda s: len(s.watch_calls) == 3), "refused, watched again"
+        assert clock.wait_for_waiters(2, timeout=GUARD)
+        clock.step(1)  # a period after the LIST, with no watch open
+        assert recorder.wait_for(lambda r: ("update", "pod1", "2", "2") in r.events)
+    assert len(source.list_calls) == 1, "a refused watch is retried without a LIST"
+
+
+def test_a_resync_waits_behind_the_deltas_already_queued__RealFIFO_Resync() -> None:
+    """the_real_fifo.go Resync: one SyncAll at the tail of the queue. A resync whose deadline
+    passes while the processing thread applies one change, with another queued behind it,
+    replays the cache after both: never a state older than what was already queued."""
+    clock = FakeClock()
+    source = FakeSource()
+    source.add("pod1")
+    source.add("pod2")
+    applying, gate = threading.Event(), threading.Event()
+
+    def slow_index(obj: Any) -> list[str]:
+        if obj["metadata"]["resourceVersion"] == "3":  # pod1's change: hold the processing thread
+            applying.set()
+            assert gate.wait(GUARD)
+        return [obj["metadata"]["namespace"]]
+
+    informer = informer_on(source, resync_period=1, clock=clock, indexers={"namespace": slow_index})
+    recorder = Recorder()
+    registration = informer.add_event_handler(recorder)
+    with informer:
+        assert recorder.wait_for(lambda r: r.names("add") == {"pod1", "pod2"})
+        watching(informer)
+        settled(clock, registration)
+        source.modify("pod1")  # resourceVersion 3
+        assert applying.wait(GUARD)
+        clock.step(1)  # the resync deadline passes while pod1's change is being applied
+        source.modify("pod2")  # resourceVersion 4, queued behind it
+        assert informer.reflector.wait_for(lambda r: r.events >= 2, GUARD)
+        gate.set()
+        assert recorder.wait_for(lambda r: len(r.events) == 6)
+        settled(clock, registration)
+    assert [e for e in recorder.snapshot() if e[0] == "update"] == [
+        ("update", "pod1", "1", "3"),
+        ("update", "pod2", "2", "4"),
+        ("update", "pod1", "3", "3"),  # the resync, after both changes
+        ("update", "pod2", "4", "4"),
+    ]
 
 
 def test_relist_delivers_tombstones_for_missed_deletes() -> None:
@@ -481,6 +613,45 @@ def test_wait_for_cache_sync_false_on_timeout_and_on_stop() -> None:
         release.set()
         informer.stop()
         assert informer.join(GUARD)
+
+
+def test_wait_for_cache_sync_gives_up_when_an_informer_stops_before_it_synced() -> None:
+    """Unlike client-go, on purpose: WaitForCacheSync polls until its stop channel closes and
+    WaitFor waits until its context is done, even for an informer that was stopped and will
+    never sync. Ours returns False at once, with no timeout and no stop of its own (chapter
+    05's run() then raises CacheSyncError, and chapter 08a's program exits)."""
+    source = FakeSource()
+    release = threading.Event()
+
+    def stuck(call: ListCall) -> dict[str, Any] | None:
+        release.wait(GUARD)
+        return None
+
+    source.on_list = stuck
+    unsynced, synced = informer_on(source, name="unsynced"), informer_on(FakeSource(), name="ok")
+    stop, result = StopEvent(), []
+    waiter = threading.Thread(
+        target=lambda: result.append(
+            wait_for_cache_sync(synced, unsynced, timeout=None, stop=stop)
+        ),
+        name="waiter",
+    )
+    try:
+        unsynced.start()
+        synced.start()
+        waiter.start()
+        assert wait_for_cache_sync(synced, timeout=GUARD)
+        unsynced.stop()
+        waiter.join(GUARD)
+        assert result == [False], "still waiting for an informer that stopped before it synced"
+        assert synced.has_synced() and not unsynced.has_synced()
+    finally:
+        stop.set()  # so that a waiter that did not give up ends anyway
+        release.set()
+        for informer in (unsynced, synced):
+            informer.stop()
+            assert informer.join(GUARD)
+        waiter.join(GUARD)
 
 
 def test_wait_for_cache_sync_refuses_what_cannot_signal() -> None:

@@ -7,10 +7,15 @@ counts, on a real :class:`SharedInformer` of PodTemplates that sees some deletes
 while watching and misses others across a real 410 (held-back watch, etcd
 compaction) and a re-list, as 03a does. 03b, the indexer and the lister: check 3 runs the
 learner's function on a store the check fills itself; check 4 runs a
-lister-reading loop against the cluster and counts its requests.
+lister-reading loop against the cluster and counts its requests; check 5 registers the
+learner's index function (Pods by node) on a running informer; check 6 runs the learner's
+fixed sync beside a mutation detector.
 
-Verdicts name the exercise as its notebook numbers it (checks 1 and 2 are
-03a's exercises 1 and 2, checks 3 and 4 are 03b's exercises 1 and 2). Checks
+Check 7 is 03a's exercise 3: the learner's pure function, on re-lists no cell ran (some
+drawn at random), against what client-go's ``processReplacedAllInfo`` tells the informer.
+
+Verdicts name the exercise as its notebook numbers it (checks 1, 2 and 7 are
+03a's exercises 1, 2 and 3; checks 3 to 6 are 03b's exercises 1 to 4). Checks
 1, 2 and 4 bring the chapter's namespace back first (after "Run All" its last
 cell has deleted it); check 2 says it cannot judge on a cluster without etcd
 access. A wrong answer's message says which rule it broke, never the answer: an
@@ -20,13 +25,15 @@ counts, is told "wrong".
 
 from __future__ import annotations
 
+import copy
+import random
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import kubernetes
 
-from .. import namespaces
+from .. import namespaces, store
 from ..cluster.info import describe
 from ..etcd import EtcdClient
 from ..held_watch import HeldListWatch
@@ -272,6 +279,162 @@ def check_2(
         "2",
         f"{len(DRILLS_2)} runs, {counted} deletes counted, the tombstones among them too",
     )
+
+
+# --- check 7 (03a, exercise 3): what a re-list tells the informer ---------------------------
+
+
+def _fruit(name: str, version: int, uid: str = "") -> dict[str, Any]:
+    metadata = {"name": name, "namespace": "shop", "resourceVersion": str(version)}
+    return {"metadata": {**metadata, "uid": uid or f"uid-{name}"}}
+
+
+def _keyed(*objects: dict[str, Any]) -> dict[str, Any]:
+    return {store.meta_namespace_key(obj): obj for obj in objects}
+
+
+def _relists(rng: random.Random) -> list[tuple[str, dict[str, Any], list[Any]]]:
+    """(what happened, the cache before, the new list): re-lists the chapter never ran, then
+    three drawn at random (different on every run)."""
+    apple, cherry, fig = _fruit("apple", 11), _fruit("cherry", 12), _fruit("fig", 13)
+    cases = [
+        ("a first list", {}, [_fruit("apple", 11), _fruit("banana", 14)]),
+        (
+            "a re-list after a missed delete, a create and a change",
+            _keyed(apple, cherry, fig),
+            [_fruit("apple", 11), _fruit("banana", 20), _fruit("cherry", 21)],
+        ),
+        (
+            "a re-list after apple was deleted and created again",
+            _keyed(apple, cherry),
+            [_fruit("apple", 30, uid="uid-apple-2"), _fruit("cherry", 12)],
+        ),
+        ("a re-list that finds nothing", _keyed(apple, cherry), []),
+    ]
+    names = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "lime"]
+    for n in range(3):
+        cached = {name: _fruit(name, rng.randint(1, 50)) for name in rng.sample(names, 5)}
+        listed = []
+        for name in sorted(rng.sample(names, 5)):
+            old = cached.get(name)
+            same = old is not None and rng.random() < 0.5
+            listed.append(dict(old) if same else _fruit(name, rng.randint(51, 99)))
+        cases.append((f"random re-list {n + 1}", _keyed(*cached.values()), listed))
+    return cases
+
+
+def _replace_all_expected(cache_before: dict[str, Any], listed: list[Any]) -> list[tuple]:
+    """client-go v0.36.3 ``processReplacedAllInfo``, which the chapter's ``_replace_all``
+    follows: a tombstone for each cached key the list lacks, then, in list order, an update
+    (changed or not) for each listed key that was cached and an add for the others:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/controller.go#L756-L800
+    """
+    keys = [store.meta_namespace_key(obj) for obj in listed]
+    gone = [key for key in cache_before if key not in set(keys)]
+    told: list[tuple] = [("delete", DeletedFinalStateUnknown(k, cache_before[k])) for k in gone]
+    for key, obj in zip(keys, listed, strict=True):
+        told.append(("update", cache_before[key], obj) if key in cache_before else ("add", obj))
+    return told
+
+
+def _judge_7(answer: Any, cache_before: dict[str, Any], listed: list[Any]) -> str | None:
+    """Which rule ``answer`` broke for this re-list, or None. Names the rule, not the answer."""
+    shapes = {"delete": 2, "update": 3, "add": 2}
+    if not isinstance(answer, list) or not all(
+        isinstance(n, tuple) and n and n[0] in shapes and len(n) == shapes[n[0]] for n in answer
+    ):
+        return (
+            f"it returned {answer!r:.80}: return a list of tuples, each ('delete', tombstone), "
+            "('update', old, new) or ('add', obj)"
+        )
+    kinds = [n[0] for n in answer]
+    if "delete" in kinds[next((i for i, k in enumerate(kinds) if k != "delete"), len(kinds)) :]:
+        return "a delete came after an update or an add: every tombstone comes first"
+    listed_keys = [store.meta_namespace_key(obj) for obj in listed]
+    deleted: list[str] = []
+    for _, tombstone in (n for n in answer if n[0] == "delete"):
+        if not isinstance(tombstone, DeletedFinalStateUnknown):
+            return (
+                "a delete carries no DeletedFinalStateUnknown: nobody saw the object's final "
+                "state, so handlers get the key and the last state the cache had"
+            )
+        key = tombstone.key
+        if key in listed_keys:
+            return (
+                f"{key} is in the list, yet it was deleted: a key listed again is an update, "
+                "whatever changed (even its uid)"
+            )
+        if key not in cache_before:
+            return f"it deleted {key}, which was not in the cache"
+        if tombstone.obj != cache_before[key]:
+            return f"the tombstone of {key} does not carry the last state the cache had"
+        deleted.append(key)
+    if len(deleted) != len(set(deleted)):
+        return "a key got two tombstones"
+    missing = [key for key in cache_before if key not in listed_keys and key not in deleted]
+    if missing:
+        return f"{missing[0]} was cached and is not in the list, and nothing was said of it"
+    rest = [n for n in answer if n[0] != "delete"]
+    try:
+        told_keys = [store.meta_namespace_key(n[2] if n[0] == "update" else n[1]) for n in rest]
+    except (ValueError, TypeError, AttributeError):
+        return "an update or an add carries something that is not an API object"
+    for key, obj in zip(listed_keys, listed, strict=True):
+        if key in told_keys:
+            continue
+        old = cache_before.get(key)
+        if old is not None and old == obj:
+            return (
+                f"{key} was listed again unchanged, and the function left it out: the informer "
+                "hears of it as an update of the same version (only _distribute holds it back, "
+                "from handlers whose resync is not due)"
+            )
+        return f"{key} is in the list, and the function said nothing of it"
+    if len(told_keys) != len(listed_keys) or set(told_keys) != set(listed_keys):
+        return "it told of an object more than once, or of one that is not in the list"
+    for n, key in zip(rest, told_keys, strict=True):
+        if n[0] == "add" and key in cache_before:
+            return f"{key} was cached, so the list brings an update, not an add"
+        if n[0] == "update" and key not in cache_before:
+            return f"{key} was not cached, so the list brings an add, not an update"
+    if told_keys != listed_keys:
+        return "the updates and adds are not in the order of the list"
+    for n, obj in zip(rest, listed, strict=True):
+        key = store.meta_namespace_key(obj)
+        if n[0] == "update" and (n[1] != cache_before[key] or n[2] != obj):
+            return f"the update of {key} must carry (old, new): the cached, then the listed object"
+        if n[0] == "add" and n[1] != obj:
+            return f"the add of {key} must carry the listed object"
+    return None
+
+
+def check_7(replace_all_notifications: Callable[[dict, list], Any] | None) -> Verdict:
+    """``replace_all_notifications(cache_before, listed)``: what a re-list tells the informer."""
+    if replace_all_notifications is None:
+        return not_attempted("3", "set replace_all_notifications to your function")
+    cases = _relists(random.Random())
+    for what, cache_before, listed in cases:
+        expected = _replace_all_expected(cache_before, listed)
+        try:
+            answer = replace_all_notifications(copy.deepcopy(cache_before), copy.deepcopy(listed))
+        except Exception as exc:
+            return wrong("3", f"for {what} it raised {type(exc).__name__}: {exc}")
+        problem = _judge_7(answer, cache_before, listed)
+        if problem is None and _sorted_deletes(answer) != _sorted_deletes(expected):
+            problem = "it differs from what the informer is told"  # a guard: no rule caught it
+        if problem is not None:
+            return wrong("3", f"for {what}, {problem}")
+    return correct(
+        "3",
+        f"{len(cases)} re-lists: tombstones first, then updates and adds in list order, "
+        "unchanged objects included",
+    )
+
+
+def _sorted_deletes(told: list[tuple]) -> list[tuple]:
+    """The notifications with the tombstones in key order (client-go promises no order there)."""
+    deletes = sorted((n for n in told if n[0] == "delete"), key=lambda n: n[1].key)
+    return deletes + [n for n in told if n[0] != "delete"]
 
 
 # --- check 3 (03b, exercise 1): a lister query --------------------------------------------

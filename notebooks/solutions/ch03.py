@@ -1,6 +1,7 @@
 """Solutions to chapter 03's exercises, in its two parts. Try them yourself first!
 
-03a (the informer): exercise 1 is ``ch03.check_1``, exercise 2 is ``ch03.check_2``.
+03a (the informer): exercise 1 is ``ch03.check_1``, exercise 2 is ``ch03.check_2``,
+exercise 3 is ``ch03.check_7``.
 03b (the indexer and the lister): exercises 1 to 4 are ``ch03.check_3`` to ``ch03.check_6``.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from helpers.lister import is_not_found
-from helpers.store import DeletedFinalStateUnknown
+from helpers.store import DeletedFinalStateUnknown, meta_namespace_key
 
 # --- 03a, the informer -------------------------------------------------------------------------
 
@@ -29,6 +30,26 @@ class DeleteCounter:
         self.deletes += 1
         if isinstance(obj, DeletedFinalStateUnknown):
             self.tombstones += 1
+
+
+# Exercise 3. client-go's processReplacedAllInfo: a tombstone for each cached key the list lacks
+# (with the last state the cache had), then, in list order, an update for each listed key that
+# was cached, changed or not (the informer hears of an unchanged one too; only _distribute holds
+# it back from handlers whose resync is not due), and an add for each new one. Keys, not uids:
+# an object deleted and created again under its name is an update.
+def replace_all_notifications(cache_before: dict[str, Any], listed: list[Any]) -> list[tuple]:
+    keys = [meta_namespace_key(obj) for obj in listed]
+    told: list[tuple] = [
+        ("delete", DeletedFinalStateUnknown(key, obj))
+        for key, obj in cache_before.items()
+        if key not in set(keys)
+    ]
+    for key, obj in zip(keys, listed, strict=True):
+        if key in cache_before:
+            told.append(("update", cache_before[key], obj))
+        else:
+            told.append(("add", obj))
+    return told
 
 
 # --- 03b, the indexer and the lister -----------------------------------------------------------
