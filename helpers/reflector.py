@@ -4,54 +4,36 @@
 
 """The reflector: keeps a store in step with one collection by LIST, then WATCH.
 
-client-go counterpart: ``tools/cache/reflector.go`` (``Reflector``, ``Run``,
-``ListAndWatch``, ``list``, ``watch``, ``handleWatch``, ``relistResourceVersion``,
-``isExpiredError``, ``isTooLargeResourceVersionError``, ``isWatchErrorRetriable``,
-``VeryShortWatchError``; ``watch.StreamWatcher`` for what ends a watch), with the
-backoff of :mod:`helpers.backoff`.
+client-go counterpart: ``Reflector`` in ``tools/cache/reflector.go``
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L106-L171
+with the backoff of :mod:`helpers.backoff`. The loop, in the order the data flows:
 
-The loop, in the order the data flows:
+1. LIST the collection and ``sink.replace(items, resourceVersion)``: at ``"0"``
+   the first time, then at the last version seen; at ``""`` only after that
+   LIST answered "expired" or "too large" (retried at once, with the same page
+   limit). An expired ``continue`` token between pages: one full LIST.
+2. WATCH from the list's version, with bookmarks, for a random
+   ``[min_watch_timeout, 2 * min_watch_timeout]`` seconds. Every event,
+   bookmarks included, moves ``last_sync_resource_version`` forward.
+3. A watch that ends or whose stream breaks: watch again, no LIST. A refused
+   connection or a 429 on the watch: back off, watch again. A 410, a very
+   short watch (closed within 1 s, no events) or any other error: back off,
+   then step 1.
 
-1. LIST the collection (in pages of ``page_size``) and hand everything to
-   ``sink.replace(items, resourceVersion)``. The first LIST asks for
-   resourceVersion ``"0"`` (any cached version will do, so the API server's
-   watch cache answers, not etcd); later ones ask for the last version we saw,
-   so we never go back in time; only after that LIST itself answers "expired"
-   or "too large", ``""`` (a consistent read: the newest state, which since
-   Kubernetes 1.34 a watch cache serves once it has caught up with etcd). An
-   expired ``continue`` token between pages falls back to one full LIST.
-2. WATCH from the list's resourceVersion, with bookmarks, for a random
-   ``[min_watch_timeout, 2 * min_watch_timeout]`` seconds (random, so that
-   thousands of clients do not all reconnect in the same second). ADDED,
-   MODIFIED and DELETED go to ``sink.add/update/delete``; every event, bookmarks
-   included, moves ``last_sync_resource_version`` forward.
-3. When the watch ends, watch again from the last version seen: no LIST.
-   That holds whether the server ended it (``timeoutSeconds`` ran out) or the
-   connection broke (an EOF, a reset, a read timeout): the version is still
-   good. client-go's ``StreamWatcher`` ends a watch quietly after an EOF, a
-   reset, an HTTP/2 GOAWAY or a timeout, and turns any other stream error
-   (``http2: client connection lost``) into an ERROR event, after which its
-   reflector re-lists; over HTTP/1.1 every break we can see is of the first
-   kind, so we always watch again. A refused connection or a 429 on the watch: back off,
-   watch again, no LIST (the server is overloaded or restarting; a re-list
-   would make it worse). 410 "too old resource version", any other error, or
-   a "very short watch" (closed within 1 s with no events): back off and start
-   over at step 1.
+The thread is the reflector's own (``start``, ``stop``, ``join``).
 
-Every error backs off (800 ms doubling to 30 s, with jitter), 403 and refused
-connections included, so a reflector never spins in a hot loop.
-
-The thread is owned by the reflector: ``start()`` creates it (named
-``reflector-<name>``, not a daemon), ``stop()`` sets the stop event and closes
-the open watch so a blocked read returns at once, ``join()`` waits for it.
-
-What we left out of client-go's reflector: WatchList streaming
-(``sendInitialEvents``, client-go's default for an informer's first list since
-1.35), resync (the informer does that), retrying internal errors within a
-deadline, expected-type checks, and watching from resourceVersion "0" or ""
-(whose replayed ADDED events come in no version order: since 0.36 client-go
-moves its version only after the first event that is not an ADDED; we always
-watch from a version a LIST gave us).
+Left out of client-go's reflector: WatchList. Where client-go's
+``WatchListClient`` feature is on (its default) and the server and the
+ListWatch support it, the list of every round, the first and each re-list (the
+one after a 410 too), is a streaming WATCH (``sendInitialEvents=true``,
+``resourceVersionMatch=NotOlderThan``) from the last synced version (``""``
+the first time, and after "expired" or "too large"); it LISTs as we do only
+where the server refuses that or the ListWatch lacks WatchList semantics
+(``ListAndWatchWithContext``, ``watchList``):
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L470-L509
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L804-L908
+Also left out: resync (the informer does it), retrying internal errors within
+a deadline, type checks, and watching from ``"0"`` or ``""``.
 """
 
 from __future__ import annotations
@@ -80,11 +62,12 @@ from helpers.listwatch import (
 log = logging.getLogger("helpers.reflector")
 
 VERY_SHORT_WATCH = 1.0
-"""A watch that ends sooner than this, with no events, counts as an error (client-go)."""
+"""A watch that ends sooner than this, with no events, counts as an error."""
 
 
 class ReflectorStore(Protocol):
-    """Where a reflector writes (client-go ``ReflectorStore``); ``bookmark(rv)`` is optional."""
+    """Where a reflector writes; ``bookmark(rv)`` is optional (client-go ``ReflectorStore``:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L71-L90)."""
 
     def replace(self, items: list[Any], resource_version: str) -> None: ...
 
@@ -96,7 +79,8 @@ class ReflectorStore(Protocol):
 
 
 class VeryShortWatchError(Exception):
-    """The watch closed within a second without a single event (client-go ``VeryShortWatchError``).
+    """The watch closed within a second without a single event (client-go ``VeryShortWatchError``:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L1296-L1299).
 
     A healthy server keeps a watch open for ``timeoutSeconds``; one that closes
     at once, again and again, is failing, and must not be re-watched in a hot loop.
@@ -104,7 +88,8 @@ class VeryShortWatchError(Exception):
 
 
 class Reflector:
-    """LIST then WATCH one collection into ``sink`` until stopped (client-go ``Reflector``).
+    """LIST then WATCH one collection into ``sink`` until stopped (client-go ``Reflector``:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L106-L171).
 
     ``last_sync_resource_version``, ``has_synced``, ``last_error`` and the
     counters (``lists``, ``relists``, ``watches``, ``events``,
@@ -138,7 +123,8 @@ class Reflector:
         self._clock: Clock = clock if clock is not None else backoff.clock
         self._rng: RandomSource = rng if rng is not None else random.Random()
         # client-go TransformFunc: applied to each object as it arrives, before
-        # the sink sees it (list items while they are decoded).
+        # the sink sees it (list items while they are decoded). See
+        # https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/delta_fifo.go#L176
         self._transform = transform
 
         self._stop = StopEvent()
@@ -201,6 +187,20 @@ class Reflector:
         with self._changed:
             return self._changed.wait_for(lambda: predicate(self), timeout)
 
+    def _update(self, **state: Any) -> None:
+        """Set attributes under the lock, and wake ``wait_for``."""
+        with self._changed:
+            for name, value in state.items():
+                setattr(self, name, value)
+            self._changed.notify_all()
+
+    def _count(self, *counters: str) -> None:
+        """Add one to each counter named, under the lock, and wake ``wait_for``."""
+        with self._changed:
+            for name in counters:
+                setattr(self, name, getattr(self, name) + 1)
+            self._changed.notify_all()
+
     # -- lifecycle ------------------------------------------------------------------
 
     def start(self) -> None:
@@ -220,12 +220,9 @@ class Reflector:
         return not thread.is_alive()
 
     def run(self) -> None:
-        """The loop: ``list_and_watch``, back off after it fails, repeat until stopped.
-
-        client-go ``Reflector.Run``: the delay handler's ``Until`` around
-        ``ListAndWatch`` since 0.36 (``wait.BackoffUntil`` before), waiting a
-        backoff step after every round.
-        """
+        """``list_and_watch``, back off after it fails, repeat until stopped; client-go
+        ``RunWithContext``:
+        https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L423-L435"""
         log.info("reflector %s: starting (%s)", self.name, self._lw)
         try:
             while not self._stop.is_set():
@@ -237,13 +234,14 @@ class Reflector:
                     break
         finally:
             log.info("reflector %s: stopped", self.name)
-            with self._changed:
-                self._changed.notify_all()
+            self._update()  # wake wait_for: the thread has ended
 
     # -- one round: LIST, then WATCH until something says "list again" ------------------
 
     def list_and_watch(self) -> None:
-        """LIST into the sink, then WATCH until an error calls for a fresh LIST (``ListAndWatch``).
+        """LIST into the sink, then WATCH until an error calls for a fresh LIST (client-go
+        ``ListAndWatchWithContext``:
+        https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L470-L509).
 
         Every reason to start over (a 410, a 403, a very short watch) is raised
         for :meth:`run` to log and back off; a watch that ends or breaks is
@@ -253,58 +251,68 @@ class Reflector:
             self._watch_until_error()
 
     def _list(self) -> bool:
-        """LIST everything and ``sink.replace`` it; False if stopped meanwhile."""
+        """LIST everything and ``sink.replace`` it; False if stopped meanwhile (client-go
+        ``list``, whose retry at ``""`` keeps the first request's page limit, as ours does:
+        https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L674-L783)."""
         resource_version = self._relist_resource_version()
-        with self._changed:
-            self.lists += 1
-            if self._has_synced:
-                self.relists += 1
-            self._changed.notify_all()
+        limit = self._page_limit(resource_version)
+        self._count("lists")
+        if self.has_synced:
+            self._count("relists")
         try:
-            listed = self._list_pages(resource_version)
+            listed = self._list_pages(resource_version, limit)
         except ApiException as err:
             if not (is_expired(err) or is_too_large_resource_version(err)):
                 raise
             # The version we asked for is gone (or the server has not reached it
-            # yet): ask for the newest state instead (a consistent read).
+            # yet): ask at once for the newest state instead (a consistent read).
+            why = status_of(err)["message"]
             log.info(
-                "reflector %s: LIST at resourceVersion %r failed (%s); listing at the newest "
-                'version (resourceVersion "")',
-                self.name,
-                resource_version,
-                status_of(err)["message"],
+                "reflector %s: LIST at %r: %s; listing at ''", self.name, resource_version, why
             )
-            with self._changed:
-                self._rv_unavailable = True
-            listed = self._list_pages(self._relist_resource_version())
+            self._update(_rv_unavailable=True)
+            listed = self._list_pages(self._relist_resource_version(), limit)
         if listed is None:
             return False
         items, list_rv = listed
         self._sink.replace(items, list_rv)
-        with self._changed:
-            self._rv_unavailable = False
-            self._last_sync_rv = list_rv
-            self._has_synced = True
-            self._changed.notify_all()
+        self._update(_rv_unavailable=False, _last_sync_rv=list_rv, _has_synced=True)
         log.debug("reflector %s: listed %d objects at %s", self.name, len(items), list_rv)
         return True
 
     def _relist_resource_version(self) -> str:
-        """client-go ``relistResourceVersion``: "" after expiry, "0" at first, else the last RV."""
+        """At first "0", then the last RV; "" after expiry (client-go ``relistResourceVersion``:
+        https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L1116-L1132)."""
         with self._changed:
             if self._rv_unavailable:
                 return ""
             return self._last_sync_rv or "0"
 
-    def _list_pages(self, resource_version: str) -> tuple[list[Any], str] | None:
-        """The pager: LIST in pages, or in one go when an exact version is asked for.
+    def _page_limit(self, resource_version: str) -> int | None:
+        """The page size of a LIST at ``resource_version``, chosen as client-go's ``list`` does.
 
-        client-go pages only when the request goes to etcd anyway ("" or "0"
-        without a watch cache); for an exact version it asks for everything at
-        once so the watch cache can answer without touching etcd.
+        https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L674-L783
+        ``page_size`` for ``"0"`` and ``""``, watch cache or not: the cache ignores
+        the limit of a ``"0"`` list (``computeListLimit``), so it costs nothing, and
+        since Kubernetes 1.34 the cache serves ``""`` lists too, paged ones included
+        (``ShouldDelegateList``; ConsistentListFromCache GA, ListFromCacheSnapshot):
+        https://github.com/kubernetes/apiserver/blob/v0.36.3/pkg/storage/cacher/cacher.go#L735-L740
+        https://github.com/kubernetes/apiserver/blob/v0.36.3/pkg/storage/cacher/delegator/interface.go#L40-L64
+        None (all at once) at an exact version, so that the watch cache answers it
+        from its current state; ``page_size`` for every LIST once a ``"0"`` list
+        came back in pages, which means there is no watch cache to spare.
         """
-        paginate = self._page_size > 0 and (resource_version in ("", "0") or self._paginated_result)
-        limit = self._page_size if paginate else None
+        if self._page_size > 0 and (resource_version in ("", "0") or self._paginated_result):
+            return self._page_size
+        return None
+
+    def _list_pages(self, resource_version: str, limit: int | None) -> tuple[list[Any], str] | None:
+        """LIST in pages of ``limit`` (None: in one go), joined; None if stopped meanwhile.
+
+        An expired ``continue`` token between pages falls back to one full LIST at
+        the same version, as client-go's pager does (``ListPager.list``):
+        https://github.com/kubernetes/client-go/blob/v0.36.3/tools/pager/pager.go#L92-L168
+        """
         transform = self._transform
         first = self._lw.list(resource_version=resource_version, limit=limit, transform=transform)
         items = _items_of(first)
@@ -331,71 +339,6 @@ class Reflector:
             items.extend(_items_of(page))
             token = _continue_of(page)
         return items, _resource_version_of(first)
-
-    def _watch_until_error(self) -> None:
-        """WATCH, and WATCH again after each close or break, until an error (raised) or a stop."""
-        while not self._stop.is_set():
-            started = self._clock.now()
-            with self._changed:
-                self.watches += 1
-                resource_version = self._last_sync_rv
-                self._changed.notify_all()
-            try:
-                stream = self._lw.watch(
-                    resource_version,
-                    self._watch_timeout_seconds(),
-                    allow_bookmarks=True,
-                    read_timeout=self._read_timeout,
-                )
-                count = self._follow(stream)
-            except Exception as err:
-                if not is_retriable_watch_error(err):
-                    raise
-                # Refused or throttled (429): the server is restarting or overloaded.
-                # Our resourceVersion is still good: back off, watch again, no re-list.
-                self._record_error(err)
-                if not self._back_off():
-                    return
-                continue
-            if self._stop.is_set():
-                return
-            if count == 0 and self._clock.now() - started < VERY_SHORT_WATCH:
-                raise VeryShortWatchError(
-                    f"very short watch: {self.name}: unexpected watch close - "
-                    "watch lasted less than a second and no items received"
-                )
-            log.debug(
-                "reflector %s: watch closed after %d events; watching again", self.name, count
-            )
-
-    def _follow(self, stream: EventStream) -> int:
-        """Hand the stream's events to the sink until it ends or breaks; returns how many."""
-        with self._changed:
-            self._stream = stream
-        if self._stop.is_set():  # stop() ran before it could see this stream
-            stream.close()
-        count = 0
-        try:
-            for event in stream:
-                if self._stop.is_set():
-                    break
-                self._apply(event)
-                count += 1
-        except WatchDisconnected as broke:
-            # A reset, an EOF mid-stream, a silent connection: the end of this watch,
-            # not of our resourceVersion (client-go's StreamWatcher closes quietly too).
-            if not self._stop.is_set():
-                with self._changed:
-                    self.broken_watches += 1
-                    self._changed.notify_all()
-                log.info(
-                    "reflector %s: %s after %d events; watching again", self.name, broke, count
-                )
-        finally:
-            with self._changed:
-                self._stream = None
-            stream.close()
-        return count
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -432,14 +375,66 @@ class Reflector:
         low = self._min_watch_timeout
         return max(1, int(low + self._rng.random() * low))
 
+    def _watch_until_error(self) -> None:
+        """WATCH, and WATCH again after each close or break, until an error (raised) or a stop."""
+        while not self._stop.is_set():
+            started, rv = self._clock.now(), self.last_sync_resource_version
+            self._count("watches")
+            try:
+                timeout, read_timeout = self._watch_timeout_seconds(), self._read_timeout
+                stream = self._lw.watch(
+                    rv, timeout, allow_bookmarks=True, read_timeout=read_timeout
+                )
+                count = self._follow(stream)
+            except Exception as err:
+                if not is_retriable_watch_error(err):
+                    raise
+                # Refused or throttled (429): the server is restarting or overloaded.
+                # Our resourceVersion is still good: back off, watch again, no re-list.
+                self._record_error(err)
+                if not self._back_off():
+                    return
+                continue
+            if self._stop.is_set():
+                return
+            if count == 0 and self._clock.now() - started < VERY_SHORT_WATCH:
+                raise VeryShortWatchError(f"very short watch: {self.name}: no events in 1 s")
+            log.debug(
+                "reflector %s: watch closed after %d events; watching again", self.name, count
+            )
+
+    def _follow(self, stream: EventStream) -> int:
+        """Hand the stream's events to the sink until it ends or breaks; returns how many."""
+        self._update(_stream=stream)
+        if self._stop.is_set():  # stop() ran before it could see this stream
+            stream.close()
+        count = 0
+        try:
+            for event in stream:
+                if self._stop.is_set():
+                    break
+                self._apply(event)
+                count += 1
+        except WatchDisconnected as broke:
+            # A reset, an EOF mid-stream, a silent connection: the end of this watch,
+            # not of our resourceVersion (client-go's StreamWatcher closes quietly too):
+            # https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/watch/streamwatcher.go#L109-L145
+            if not self._stop.is_set():
+                self._count("broken_watches")
+                log.info(
+                    "reflector %s: %s after %d events; watching again", self.name, broke, count
+                )
+        finally:
+            self._update(_stream=None)
+            stream.close()
+        return count
+
     # -- errors and backoff -----------------------------------------------------------
 
     def _back_off(self) -> bool:
         """Wait the next backoff delay; False if stopped meanwhile."""
         delay = self._backoff.next_delay()
-        with self._changed:
-            self.backoff_waits += 1
-            self._changed.notify_all()
+        self._count("backoff_waits")
         log.debug("reflector %s: backing off for %.2fs", self.name, delay)
         return not wait_or_stop(self._stop, delay, self._backoff.clock)
 
@@ -500,8 +495,11 @@ class Reflector:
 def _items_of(listed: dict[str, Any]) -> list[Any]:
     """The items of a list, each with ``kind`` and ``apiVersion`` filled in.
 
-    The API server leaves those out of list items but sends them with watch
-    events; filling them makes an object look the same whichever way it came.
+    For built-in types served as JSON the API server leaves those out of a
+    list's items; every watch event carries them, and so does each item of a
+    custom resource's list (``ConvertToVersion`` reads them):
+    https://github.com/kubernetes/apiextensions-apiserver/blob/v0.36.3/pkg/apiserver/conversion/converter.go#L181-L214
+    Filled in, an object looks the same whichever way it came.
     """
     items = listed.get("items") or []
     kind = str(listed.get("kind") or "").removesuffix("List")
@@ -525,12 +523,14 @@ def _resource_version_of(listed: dict[str, Any]) -> str:
 
 
 def is_expired(err: BaseException) -> bool:
-    """410: the resourceVersion was compacted away (client-go ``isExpiredError``)."""
+    """410: the resourceVersion was compacted away (client-go ``isExpiredError``:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L1154-L1160)."""
     return isinstance(err, ApiException) and err.status == 410
 
 
 def is_too_large_resource_version(err: BaseException) -> bool:
-    """The server has not seen that resourceVersion yet (``isTooLargeResourceVersionError``).
+    """The server has not seen that resourceVersion yet (``isTooLargeResourceVersionError``:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L1162-L1191).
 
     Happens after talking to an API server whose watch cache lags behind
     another's. Newer servers mark it with a status cause; servers before 1.18
@@ -571,7 +571,8 @@ def is_connection_refused(err: BaseException) -> bool:
 
 
 def is_retriable_watch_error(err: BaseException) -> bool:
-    """client-go ``isWatchErrorRetriable``: re-watch (no re-list) after refused or 429."""
+    """Re-watch (no re-list) after refused or 429 (client-go ``isWatchErrorRetriable``:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L1195-L1205)."""
     return is_connection_refused(err) or (isinstance(err, ApiException) and err.status == 429)
 
 

@@ -18,43 +18,137 @@ from helpers.listwatch import ListWatch
 from helpers.store import Indexer
 from notebooks.solutions import ch02 as solutions
 
-
-def test_exercise_1_predictions() -> None:
-    assert {letter: ch02.next_request(letter) for letter in "abcde"} == {
-        "a": "watch",
-        "b": "watch",
-        "c": "list",
-        "d": "watch",
-        "e": "list",
-    }
-    assert ch02.check_1(None).state == "not attempted yet"
-    assert ch02.check_1(["watch"]).state == "wrong"
-    verdict = ch02.check_1({"a": "watch"})
-    assert verdict.state == "wrong" and "no 'watch' or 'list' for b, c, d, e" in verdict.detail
-    # The old belief: a broken connection means a re-list.
-    relist_on_break = {"a": "watch", "b": "list", "c": "list", "d": "watch", "e": "list"}
-    verdict = ch02.check_1(relist_on_break)
-    assert verdict.state == "wrong" and verdict.detail.startswith("4 of 5 right")
-    everything_lists = dict.fromkeys("abcde", "list")
-    assert ch02.check_1(everything_lists).detail.startswith("2 of 5 right")
-    assert ch02.check_1({k.upper(): v.upper() for k, v in solutions.answer_1.items()}).correct
-    assert ch02.check_1(solutions.answer_1).correct
+FIXED = [
+    ch02.Ending("watch stream", None, 300.0, 5),  # timeoutSeconds ran out
+    ch02.Ending("watch stream", "reset", 40.0, 3),  # the connection broke mid-stream
+    ch02.Ending("watch stream", 410, 40.0, 3),
+    ch02.Ending("watch request", 429),
+    ch02.Ending("watch stream", None, 0.2, 0),  # a very short watch
+    ch02.Ending("watch request", 403),
+    ch02.Ending("watch stream", 500, 40.0, 3),  # an ERROR event
+    ch02.Ending("watch request", "refused"),
+    ch02.Ending("watch stream", 429, 40.0, 3),  # an ERROR event
+    ch02.Ending("watch request", "reset"),  # the request to open the watch broke
+    ch02.Ending("watch request", "timeout"),
+    ch02.Ending("watch stream", "reset", 0.3, 0),  # broke at once: a very short watch
+    ch02.Ending("watch stream", None, 0.5, 1),  # short, but it brought an event
+    ch02.Ending("watch stream", "timeout", 30.0, 0),  # a silent connection, read timeout
+    ch02.Ending("watch stream", None, 2.0, 0),
+    ch02.Ending("list", "refused"),
+    ch02.Ending("list", 500),
+]
 
 
-def test_exercise_1_is_judged_as_a_whole_not_letter_by_letter() -> None:
-    """A learner who flips one letter at a time learns only a count: every answer with one
-    wrong letter gets the same sentence, which names no letter."""
-    flip = {"watch": "list", "list": "watch"}
+def test_exercise_1_the_course_reflector_decides_as_client_go() -> None:
+    """The truth the check compares with: the course's reflector, scripted. Each answer is what
+    client-go v0.36's reflector does too (reflector.go `watch`, `isWatchErrorRetriable`,
+    `handleAnyWatch`; apimachinery's StreamWatcher for what ends a stream quietly)."""
+    decided = [ch02.reflector_next_action(ending) for ending in FIXED]
+    assert decided == [
+        *["watch", "watch", "list", "watch", "list"],
+        *["list", "list", "watch", "watch", "list", "list", "list", "watch", "watch", "watch"],
+        *["list", "list"],
+    ]
+    assert [ch02.reflector_relist_resource_version(*state) for state in ch02.relist_states()][
+        :1
+    ] == ["0"]
+    assert [ch02.reflector_relist_resource_version(*s) for s in [("7", False), ("7", True)]] == [
+        "7",
+        "",
+    ]
+    # Every kind of ending the check asks about is one of FIXED's.
+    kinds = {(e.stage, e.cause, e.seconds < 1, e.events == 0) for e in FIXED}
+    assert {(e.stage, e.cause, e.seconds < 1, e.events == 0) for e in ch02.endings()} <= kinds
+
+
+def test_exercise_1_verdicts() -> None:
+    assert ch02.check_1(None, None).state == "not attempted yet"
+    verdict = ch02.check_1(solutions.next_action, None)
+    assert verdict.state == "not attempted yet" and "relist_resource_version" in verdict.detail
+    verdict = ch02.check_1(lambda ending: "maybe", solutions.relist_resource_version)
+    assert verdict.state == "wrong" and "not 'watch' or 'list'" in verdict.detail
+    upper = ch02.check_1(
+        lambda ending: solutions.next_action(ending).upper(), solutions.relist_resource_version
+    )
+    assert upper.correct
+    assert ch02.check_1(solutions.next_action, solutions.relist_resource_version).correct
+    verdict = ch02.check_1(solutions.next_action, lambda last, unavailable: "0")
+    assert verdict.state == "wrong" and "relist_resource_version(" in verdict.detail
+
+
+def test_exercise_1_what_the_chapter_printed_is_wrong() -> None:
+    """The five situations the chapter used to list and draw (a timeout, a break, a 410, a 429
+    on the request, a very short watch), as a table, answer the new endings wrong, whatever
+    it says for what it does not list; so do the error table's causes taken without the stage,
+    and a table remembered from an earlier run."""
+
+    def printed(default: str) -> object:
+        listed = {
+            ("watch stream", None): "watch",
+            ("watch stream", "reset"): "watch",
+            ("watch stream", 410): "list",
+            ("watch request", 429): "watch",
+        }
+
+        def table(ending: ch02.Ending) -> str:
+            very_short = ending.seconds < 1 and ending.events == 0
+            if ending.stage == "watch stream" and ending.cause is None and very_short:
+                return "list"
+            return listed.get((ending.stage, ending.cause), default)
+
+        return table
+
+    for default in ("watch", "list"):
+        verdict = ch02.check_1(printed(default), solutions.relist_resource_version)
+        assert verdict.state == "wrong", default
+        assert verdict.detail.startswith("next_action has")
+
+    def by_cause(ending: ch02.Ending) -> str:
+        # The chapter's table of errors, read by cause alone: refused and 429 repeat the
+        # request; a reset or a timeout, as on a stream, watches again.
+        if ending.cause in ("refused", 429, "reset", "timeout"):
+            return "watch"
+        if ending.cause is None:
+            return "list" if ending.seconds < 1 and ending.events == 0 else "watch"
+        return "list"
+
+    assert ch02.check_1(by_cause, solutions.relist_resource_version).state == "wrong"
+
+    remembered = {e: ch02.reflector_next_action(e) for e in ch02.endings()}
+    verdict = ch02.check_1(lambda e: remembered.get(e, "watch"), solutions.relist_resource_version)
+    assert verdict.state == "wrong"
+    for always in ("watch", "list"):
+        verdict = ch02.check_1(lambda e, a=always: a, solutions.relist_resource_version)
+        assert verdict.state == "wrong"
+
+    # The versions the chapter printed, remembered: the check draws its own.
+    printed_versions = {("", False): "0", ("821", False): "821", ("821", True): ""}
+    verdict = ch02.check_1(
+        solutions.next_action, lambda last, unavailable: printed_versions.get((last, unavailable))
+    )
+    assert verdict.state == "wrong"
+
+
+def test_exercise_1_is_judged_as_a_whole_not_ending_by_ending() -> None:
+    """A learner who flips one answer at a time learns only a count: every answer with one
+    wrong ending gets the same sentence, which names no ending."""
     details = set()
-    for letter in "abcde":
-        one_wrong = {**solutions.answer_1, letter: flip[solutions.answer_1[letter]]}
-        verdict = ch02.check_1(one_wrong)
-        assert verdict.state == "wrong", letter
+    for flipped in FIXED:
+        kind = (flipped.stage, flipped.cause, flipped.seconds < 1, flipped.events == 0)
+
+        def one_wrong(ending: ch02.Ending, kind: tuple = kind) -> str:
+            answer = solutions.next_action(ending)
+            if (ending.stage, ending.cause, ending.seconds < 1, ending.events == 0) == kind:
+                return {"watch": "list", "list": "watch"}[answer]
+            return answer
+
+        verdict = ch02.check_1(one_wrong, solutions.relist_resource_version)
+        assert verdict.state == "wrong", flipped
         details.add(verdict.detail)
     assert len(details) == 1
     (detail,) = details
-    assert detail.startswith("4 of 5 right")
-    assert not any(f"{letter}:" in detail or f"({letter})" in detail for letter in "abcde")
+    assert detail.startswith(f"next_action has {len(FIXED) - 1} of {len(FIXED)} endings right")
+    assert "Ending(" not in detail
 
 
 def test_exercise_2_watch_versions() -> None:
@@ -153,7 +247,7 @@ def test_exercise_5_what_the_store_holds() -> None:
 def test_verdicts_carry_the_number_the_learner_sees() -> None:
     """02a shows checks 5 and 3 as exercises 1 and 2; 02b shows checks 1, 2, 4 as 1, 2, 3."""
     assert ch02.check_5(None).exercise == "1" and ch02.check_3(None).exercise == "2"
-    assert ch02.check_1(None).exercise == "1" and ch02.check_2(None).exercise == "2"
+    assert ch02.check_1(None, None).exercise == "1" and ch02.check_2(None).exercise == "2"
     assert str(ch02.check_3(solutions.schedule)).startswith("✓ Exercise 2:")
 
 

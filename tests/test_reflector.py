@@ -630,6 +630,82 @@ def test_too_large_rv_relists_from_etcd__TestReflectorFullListIfTooLarge() -> No
     assert [c.resource_version for c in source.list_calls] == ["0", "20", "", "30", "", "40", ""]
 
 
+def test_the_retry_at_empty_rv_keeps_the_first_requests_limit__client_go_list() -> None:
+    """client-go's ``list`` retries at "" with the pager it made for the first request: after
+    a LIST at an exact version (page size 0) the retry is one unpaged request; after a "0"
+    list came back in pages (no watch cache: page size 500) it stays paged. A new round at ""
+    gets a new pager, and pages of 500 again."""
+
+    def expired_at_exact_rv(call: ListCall) -> dict[str, Any] | None:
+        if call.resource_version not in ("", "0", None):
+            raise api_error(410, "Expired", "The resourceVersion for the provided list is too old.")
+        return None  # the FakeSource's objects
+
+    source = FakeSource()
+    source.add("a")
+    source.on_list = expired_at_exact_rv
+    source.on_watch = stop_on_watch
+    reflector = make_reflector(source)
+    for _ in range(2):
+        with pytest.raises(EndOfScript):
+            reflector.list_and_watch()
+    assert source.list_calls == [
+        ListCall("0", 500, None),
+        ListCall("1", None, None),
+        ListCall("", None, None),
+    ]
+
+    # Without a watch cache: the "0" list came back in pages, so every LIST is paged, the retry too.
+    pages = {None: "C1", "C1": None}
+
+    def paged(call: ListCall) -> dict[str, Any]:
+        if call.resource_version not in ("", "0", None):
+            raise api_error(410, "Expired", "The resourceVersion for the provided list is too old.")
+        return pod_list(10, [pod(f"pod-{call.continue_token}", 1)], cont=pages[call.continue_token])
+
+    source = FakeSource()
+    source.on_list = paged
+    source.on_watch = stop_on_watch
+    reflector = make_reflector(source)
+    for _ in range(2):
+        with pytest.raises(EndOfScript):
+            reflector.list_and_watch()
+    assert [(c.resource_version, c.limit) for c in source.list_calls if not c.continue_token] == [
+        ("0", 500),
+        ("10", 500),
+        ("", 500),
+    ]
+
+    # A "" retry that fails for another reason: the next round lists at "" with a fresh pager.
+    answers = iter([None, "expired", "fails", None])
+
+    def then_fails(call: ListCall) -> dict[str, Any] | None:
+        answer = next(answers)
+        if answer == "expired":
+            raise api_error(410, "Expired", "The resourceVersion for the provided list is too old.")
+        if answer == "fails":
+            raise api_error(500, "InternalError", "etcd is unavailable")
+        return None
+
+    source = FakeSource()
+    source.add("a")
+    source.on_list = then_fails
+    source.on_watch = stop_on_watch
+    reflector = make_reflector(source)
+    with pytest.raises(EndOfScript):
+        reflector.list_and_watch()
+    with pytest.raises(ApiException):
+        reflector.list_and_watch()
+    with pytest.raises(EndOfScript):
+        reflector.list_and_watch()
+    assert source.list_calls == [
+        ListCall("0", 500, None),
+        ListCall("1", None, None),
+        ListCall("", None, None),
+        ListCall("", 500, None),
+    ]
+
+
 def test_is_too_large_resource_version_needs_the_right_shape() -> None:
     assert not is_too_large_resource_version(api_error(504, "Timeout", "request timed out"))
     assert not is_too_large_resource_version(

@@ -5,10 +5,11 @@ learner sees in the part that calls the check (``EXERCISE``): in 02a, check 5
 is exercise 1 and check 3 exercise 2; in 02b, checks 1, 2 and 4 are exercises
 1, 2 and 3.
 
-Check 1 runs the course's reflector through five scripted situations and
-compares what it asks for next (a WATCH or a LIST) with the learner's
-prediction. Check 2 runs the course's reflector against a scripted source
-and compares the versions it watched from with the learner's answer.
+Check 1 runs the course's reflector through seventeen scripted endings of a
+LIST or a WATCH and compares what it asks for next (a WATCH or a LIST), and
+the version of its next LIST, with the learner's two functions. Check 2 runs
+the course's reflector against a scripted source and compares the versions it
+watched from with the learner's answer.
 Check 3 compares a backoff schedule with :class:`helpers.backoff.Backoff`.
 Check 4 runs the learner's list-and-watch loop in a thread against the real
 cluster and makes its version expire (etcd compaction of PodTemplates, which
@@ -17,7 +18,7 @@ can't check. Check 5 runs the course's store through a scripted sequence of
 writes and compares what it holds with the learner's prediction.
 
 A wrong answer is told why, never what is right: check 1 says how many of its
-five letters are right, not which (naming a wrong letter would name its
+endings are right, not which (some drawn afresh on each run; naming one would name its
 answer); check 3 never prints the delays Backoff hands out, and tries one
 setting made up afresh on every run, so remembered schedules do not pass.
 """
@@ -32,9 +33,12 @@ import random
 import threading
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 import kubernetes
+import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from .. import namespaces
@@ -42,7 +46,7 @@ from ..backoff import Backoff
 from ..clock import FakeClock
 from ..cluster.info import describe
 from ..etcd import EtcdClient
-from ..listwatch import ListWatch, WatchDisconnected, WatchExpired, WatchStream
+from ..listwatch import ListWatch, WatchDisconnected, WatchStream, error_from_status
 from ..reflector import Reflector
 from ..store import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer, namespace_index_func
 from . import CannotCheck, Verdict, correct, not_attempted, wrong
@@ -50,52 +54,123 @@ from . import CannotCheck, Verdict, correct, not_attempted, wrong
 EXERCISE = {1: "1", 2: "2", 3: "2", 4: "3", 5: "1"}
 """Check number -> the exercise number the learner sees (02b: 1, 2, 4; 02a: 5, 3)."""
 
-# --- check 1 (02b, exercise 1): predict what the reflector does next ---
+# --- check 1 (02b, exercise 1): the reflector's two decisions, as functions ---
 
 
-SITUATIONS: dict[str, str] = {
-    "a": "the API server ends the watch when its timeoutSeconds run out",
-    "b": "the watch connection breaks in the middle of the stream",
-    "c": "the watch ends with 410 Gone (Expired)",
-    "d": "the watch request is answered 429 Too Many Requests",
-    "e": "the watch closes within a second without a single event",
-}
+@dataclass(frozen=True)
+class Ending:
+    """How a LIST or a WATCH ended, as a reflector sees it (02b, exercise 1).
+
+    ``stage``: ``"list"`` (the LIST failed), ``"watch request"`` (the request to
+    open a watch failed) or ``"watch stream"`` (an open watch ended). ``cause``:
+    an HTTP status (an error answer; in a stream, an ``ERROR`` event),
+    ``"refused"`` (no connection), ``"reset"`` (the connection broke),
+    ``"timeout"`` (nothing came for too long), or None (the server ended the
+    stream). ``seconds`` and ``events``: how long a stream lasted, and how many
+    events it delivered.
+    """
+
+    stage: str
+    cause: int | str | None
+    seconds: float = 0.0
+    events: int = 0
+
+
+def endings(rng: random.Random | None = None) -> list[Ending]:
+    """The endings the check asks about; a stream's seconds and events are drawn afresh.
+
+    The first five are those the chapter once listed (a timeout, a break, a 410,
+    a 429 on the request, a very short watch); the rest it never lists.
+    """
+    rng = rng or random.Random()
+
+    def long() -> float:
+        return round(rng.uniform(1.5, 600.0), 1)
+
+    def short() -> float:
+        return round(rng.uniform(0.05, 0.9), 2)
+
+    def some() -> int:
+        return rng.randint(1, 40)
+
+    return [
+        Ending("watch stream", None, long(), some()),
+        Ending("watch stream", "reset", long(), some()),
+        Ending("watch stream", 410, long(), some()),
+        Ending("watch request", 429),
+        Ending("watch stream", None, short(), 0),
+        Ending("watch request", 403),
+        Ending("watch stream", 500, long(), some()),
+        Ending("watch request", "refused"),
+        Ending("watch stream", 429, long(), some()),
+        Ending("watch request", "reset"),
+        Ending("watch request", "timeout"),
+        Ending("watch stream", "reset", short(), 0),
+        Ending("watch stream", None, short(), some()),
+        Ending("watch stream", "timeout", long(), 0),
+        Ending("watch stream", None, long(), 0),
+        Ending("list", "refused"),
+        Ending("list", 500),
+    ]
 
 
 class _Decided(BaseException):
     """Ends a scripted run at the reflector's next request (the reflector's loop lets it pass)."""
 
 
-class _SituationStream:
-    """One watch of a situation: an event, then the situation's ending."""
+def _failure(cause: int | str | None) -> BaseException:
+    """The exception the course's client raises for a failed request."""
+    url = "/api/v1/configmaps"
+    if cause == "refused":
+        refused = urllib3.exceptions.NewConnectionError(
+            None, "Failed to establish a new connection: [Errno 111] Connection refused"
+        )
+        return urllib3.exceptions.MaxRetryError(None, url, refused)
+    if cause == "reset":
+        reset = ConnectionResetError(104, "Connection reset by peer")
+        return urllib3.exceptions.ProtocolError("Connection aborted.", reset)
+    if cause == "timeout":
+        return urllib3.exceptions.ReadTimeoutError(None, url, "Read timed out.")
+    assert isinstance(cause, int), cause
+    return ApiException(status=cause, reason=HTTPStatus(cause).phrase)
 
-    def __init__(self, situation: str) -> None:
-        self._events: list[dict[str, Any]] = [] if situation == "e" else [SCRIPT_WATCH[0]]
-        self._situation = situation
 
-    def __iter__(self) -> _SituationStream:
+class _EndingStream:
+    """One open watch: ``events`` events over ``seconds`` of the fake clock, then the ending."""
+
+    def __init__(self, ending: Ending, clock: FakeClock) -> None:
+        self._ending = ending
+        self._clock = clock
+        self._left = ending.events
+
+    def __iter__(self) -> _EndingStream:
         return self
 
     def __next__(self) -> dict[str, Any]:
-        if self._events:
-            return copy.deepcopy(self._events.pop())
-        if self._situation == "b":
-            raise WatchDisconnected("watch of configmaps broke: connection reset by peer")
-        if self._situation == "c":
-            raise WatchExpired(
-                {"code": 410, "reason": "Expired", "message": "too old resource version: 120"}
-            )
+        if self._left:
+            self._left -= 1
+            event = copy.deepcopy(SCRIPT_WATCH[0])
+            event["object"]["metadata"]["resourceVersion"] = str(200 - self._left)
+            return event
+        self._clock.step(self._ending.seconds)
+        cause = self._ending.cause
+        if cause in ("reset", "timeout"):
+            raise WatchDisconnected(f"watch of configmaps broke: {_failure(cause)}")
+        if isinstance(cause, int):
+            phrase = HTTPStatus(cause).phrase
+            raise error_from_status({"code": cause, "reason": phrase, "message": phrase})
         raise StopIteration
 
     def close(self) -> None:
         pass
 
 
-class _SituationSource:
-    """A ListerWatcher that plays one situation and notes which request comes next."""
+class _EndingSource:
+    """A ListerWatcher that plays one ending and notes which request comes next."""
 
-    def __init__(self, situation: str) -> None:
-        self._situation = situation
+    def __init__(self, ending: Ending, clock: FakeClock) -> None:
+        self._ending = ending
+        self._clock = clock
         self.lists = 0
         self.watches = 0
         self.next_request = ""
@@ -105,23 +180,26 @@ class _SituationSource:
         if self.lists == 2:
             self.next_request = "list"
             raise _Decided
+        if self._ending.stage == "list":
+            raise _failure(self._ending.cause)
         return copy.deepcopy(SCRIPT_LIST)
 
-    def watch(self, *args: Any, **kwargs: Any) -> _SituationStream:
+    def watch(self, *args: Any, **kwargs: Any) -> _EndingStream:
         self.watches += 1
         if self.watches == 2:
             self.next_request = "watch"
             raise _Decided
-        if self._situation == "d":
-            raise ApiException(status=429, reason="Too Many Requests")
-        return _SituationStream(self._situation)
+        if self._ending.stage == "watch request":
+            raise _failure(self._ending.cause)
+        return _EndingStream(self._ending, self._clock)
 
 
-def next_request(situation: str) -> str:
-    """Run the course's reflector through one situation: ``"watch"`` or ``"list"`` comes next."""
-    source = _SituationSource(situation)
-    backoff = Backoff(initial=0.0, jitter=0.0, clock=FakeClock())  # no wait: the script is instant
-    reflector = Reflector(source, Indexer(), name=f"exercise-1-{situation}", backoff=backoff)
+def reflector_next_action(ending: Ending) -> str:
+    """Run the course's reflector through ``ending``: ``"watch"`` or ``"list"`` comes next."""
+    clock = FakeClock()
+    source = _EndingSource(ending, clock)
+    backoff = Backoff(initial=0.0, jitter=0.0, clock=clock)  # no wait: the script is instant
+    reflector = Reflector(source, Indexer(), name="exercise-1", backoff=backoff)
     logger = logging.getLogger("helpers.reflector")
     was_disabled, logger.disabled = logger.disabled, True  # the scripted errors are not news
     try:
@@ -132,48 +210,84 @@ def next_request(situation: str) -> str:
     return source.next_request
 
 
+def reflector_relist_resource_version(last: str, unavailable: bool) -> str:
+    """The resourceVersion the course's reflector LISTs at, in that state."""
+    reflector = Reflector(_ScriptedSource(), Indexer(), name="exercise-1")
+    reflector._last_sync_rv, reflector._rv_unavailable = last, unavailable
+    return reflector._relist_resource_version()
+
+
+def relist_states(rng: random.Random | None = None) -> list[tuple[str, bool]]:
+    """(last version seen, unavailable) pairs, with a version drawn afresh."""
+    last = str((rng or random.Random()).randint(1_000, 99_999_999))
+    return [("", False), (last, False), (last, True), ("", True)]
+
+
 def _as_request(value: Any) -> str:
     text = str(value).strip().lower().replace("-", "")
     return {"watch": "watch", "rewatch": "watch", "list": "list", "relist": "list"}.get(text, "")
 
 
-def check_1(answer: dict[str, str] | None) -> Verdict:
-    """``answer`` maps each situation's letter to ``"watch"`` or ``"list"``.
+def check_1(
+    next_action: Callable[[Ending], str] | None,
+    relist_resource_version: Callable[[str, bool], str] | None,
+) -> Verdict:
+    """Both functions, against the course's reflector run through each ending and state.
 
-    Judged as a whole: the verdict says how many of the five are right, not
-    which, because with two choices per letter naming the wrong one would name
+    ``next_action`` is judged as a whole: the verdict says how many endings are
+    right, not which, because with two choices naming a wrong one would name
     its answer.
     """
-    if answer is None:
-        return not_attempted(
-            EXERCISE[1], 'set answer_1 to a dict such as {"a": "watch", "b": "list", ...}'
+    missing = [
+        name
+        for name, function in (
+            ("next_action", next_action),
+            ("relist_resource_version", relist_resource_version),
         )
-    if not isinstance(answer, dict):
-        return wrong(
-            EXERCISE[1], f"{answer!r} is not a dict from the letters a to e to 'watch' or 'list'"
-        )
-    given = {
-        letter: _as_request(answer.get(letter, answer.get(letter.upper()))) for letter in SITUATIONS
-    }
-    missing = [letter for letter, request in given.items() if not request]
+        if function is None
+    ]
     if missing:
+        functions = "your functions" if len(missing) > 1 else "your function"
+        return not_attempted(EXERCISE[1], f"set {' and '.join(missing)} to {functions}")
+    assert next_action is not None and relist_resource_version is not None
+    rng = random.Random()
+    cases = endings(rng)
+    given = []
+    for ending in cases:
+        try:
+            answer = next_action(ending)
+        except Exception as exc:
+            return wrong(EXERCISE[1], f"next_action({ending}) raised {type(exc).__name__}: {exc}")
+        if not _as_request(answer):
+            return wrong(
+                EXERCISE[1], f"next_action({ending}) returned {answer!r}, not 'watch' or 'list'"
+            )
+        given.append(_as_request(answer))
+    right = sum(g == reflector_next_action(e) for g, e in zip(given, cases, strict=True))
+    if right < len(cases):
         return wrong(
             EXERCISE[1],
-            f"no 'watch' or 'list' for {', '.join(missing)} "
-            f"({'; '.join(SITUATIONS[letter] for letter in missing)})",
+            f"next_action has {right} of {len(cases)} endings right. For each, ask: is the "
+            "resourceVersion still good, so that a WATCH from it works? Did it fail on an open "
+            "stream, or before there was one? Would a LIST help a server that is overloaded? "
+            "And is a watch that ends at once without a single event a healthy one?",
         )
-    right = sum(given[letter] == next_request(letter) for letter in SITUATIONS)
-    if right < len(SITUATIONS):
-        return wrong(
-            EXERCISE[1],
-            f"{right} of {len(SITUATIONS)} right. For each, ask: is the resourceVersion still "
-            "good (then a WATCH from it works), or is it gone, or is the server failing (then "
-            "only a LIST gives a new start)? A broken connection says nothing about the version",
-        )
+    for last, unavailable in relist_states(rng):
+        call = f"relist_resource_version({last!r}, {unavailable})"
+        try:
+            answer = relist_resource_version(last, unavailable)
+        except Exception as exc:
+            return wrong(EXERCISE[1], f"{call} raised {type(exc).__name__}: {exc}")
+        if str(answer) != reflector_relist_resource_version(last, unavailable):
+            return wrong(
+                EXERCISE[1],
+                f"{call} returned {answer!r}, not the version the reflector lists at: a first "
+                "LIST takes any cached state, a re-list must not go back in time, and a version "
+                "the server called unavailable is no use",
+            )
     return correct(
         EXERCISE[1],
-        "5 of 5: re-watch after a close, a break or a 429; re-list after a 410 or a very short "
-        "watch",
+        f"{len(cases)} endings and 4 LISTs decided as the course's Reflector decides them",
     )
 
 

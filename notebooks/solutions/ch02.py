@@ -4,14 +4,36 @@ from __future__ import annotations
 
 import threading
 
+from helpers.exercises.ch02 import Ending
 from helpers.listwatch import ListWatch, WatchExpired
 from helpers.store import Indexer
 
+
 # 02b, exercise 1.
-# Only a 410 (the version is gone) or a very short watch (a failing server) leads back to a
-# LIST. A watch that ends on time or whose connection breaks is watched again from the last
-# version seen; so is a 429, after a backoff (a LIST would only add load).
-answer_1 = {"a": "watch", "b": "watch", "c": "list", "d": "watch", "e": "list"}
+# A failed LIST leaves nothing to watch from: LIST again. A refused connection or a 429 says
+# the server is restarting or overloaded, not that the version is bad: repeat the same request
+# (a LIST would only add load). Any other failure before a stream existed, a reset included,
+# starts over with a LIST. An open stream that ends or breaks leaves the version good: WATCH
+# again, unless it ended within a second without one event (a failing server). An ERROR event
+# other than 429 (410, 500, ...) starts over with a LIST.
+def next_action(ending: Ending) -> str:
+    if ending.stage == "list":
+        return "list"
+    if ending.cause in ("refused", 429):
+        return "watch"
+    if ending.stage == "watch request":
+        return "list"
+    if ending.cause in (None, "reset", "timeout"):
+        return "list" if ending.seconds < 1 and ending.events == 0 else "watch"
+    return "list"
+
+
+# Any cached state for the first LIST ("0"); never older than what we saw for a re-list (the
+# last version); the newest state ("") once the server said that version is unavailable.
+def relist_resource_version(last: str, unavailable: bool) -> str:
+    if unavailable:
+        return ""
+    return last or "0"
 
 
 # 02b, exercise 2.
