@@ -36,6 +36,7 @@ class Exercise:
     check: str  # "ch04.check_2": chapters that share a module (02a, 02b) number checks apart
     solutions: str  # "ch04": the module in notebooks/solutions/
     answer: str  # the name the learner defines, and the solution module defines
+    also: tuple[str, ...] = ()  # further names the check is given (some are answers too)
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,9 @@ class Chapter:
                 ):
                     module, answer = node.func.value.id, node.args[0].id
                     check = f"{module}.{node.func.attr}"
-                    found.append(Exercise(index, len(found) + 1, check, module, answer))
+                    also = tuple(a.id for a in node.args[1:] if isinstance(a, ast.Name))
+                    exercise = Exercise(index, len(found) + 1, check, module, answer, also)
+                    found.append(exercise)
         return found
 
     def _trees(self) -> list[tuple[int, ast.Module]]:
@@ -215,8 +218,9 @@ def needs(chapter: Chapter, chapters: list[Chapter]) -> list[Need]:
 
 
 def solution_source(solutions: Path, exercise: Exercise, chapter: Chapter) -> str:
-    """The lines of ``solutions`` that define ``exercise.answer``: its comments just above it,
-    its decorators, and its body."""
+    """The lines of ``solutions`` that define ``exercise.answer``, and any further name the check
+    is given that ``solutions`` defines too (a check of two functions), in the file's order: each
+    with its comments just above it, its decorators and its body."""
     if not solutions.exists():
         raise CourseError(
             f"{chapter.path.name}: exercise {exercise.number} is checked by "
@@ -225,19 +229,26 @@ def solution_source(solutions: Path, exercise: Exercise, chapter: Chapter) -> st
         )
     text = solutions.read_text(encoding="utf-8")
     lines = text.splitlines()
+    wanted = {exercise.answer, *exercise.also}
+    found, pieces = set(), []
     for node in ast.parse(text).body:
-        if exercise.answer in _bound_names(node):
-            first = min([node.lineno, *(d.lineno for d in _decorators(node))])
-            while first > 1 and lines[first - 2].lstrip().startswith("#"):
-                first -= 1
-            assert node.end_lineno is not None
-            return "\n".join(lines[first - 1 : node.end_lineno])
-    raise CourseError(
-        f"{chapter.path.name}: exercise {exercise.number} ({exercise.check}) asks for "
-        f"`{exercise.answer}`, "
-        f"which {solutions} does not define.",
-        f"define `{exercise.answer}` in {solutions} (tests/test_exercises*.py check it).",
-    )
+        names = _bound_names(node) & wanted
+        if not names:
+            continue
+        found |= names
+        first = min([node.lineno, *(d.lineno for d in _decorators(node))])
+        while first > 1 and lines[first - 2].lstrip().startswith("#"):
+            first -= 1
+        assert node.end_lineno is not None
+        pieces.append("\n".join(lines[first - 1 : node.end_lineno]))
+    if exercise.answer not in found:
+        raise CourseError(
+            f"{chapter.path.name}: exercise {exercise.number} ({exercise.check}) asks for "
+            f"`{exercise.answer}`, "
+            f"which {solutions} does not define.",
+            f"define `{exercise.answer}` in {solutions} (tests/test_exercises*.py check it).",
+        )
+    return "\n\n\n".join(pieces)
 
 
 def _bound_names(node: ast.stmt) -> set[str]:

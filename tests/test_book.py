@@ -465,6 +465,22 @@ def test_exercises_are_found_by_their_check_calls() -> None:
     ]
 
 
+def test_a_solution_shows_every_answer_its_check_is_given(tmp_path: Path) -> None:
+    """``ch02.check_1(next_action, relist_resource_version, api)``: both functions are the
+    learner's; ``api`` is not in the solutions, so it is not looked for."""
+    solutions = tmp_path / "ch02.py"
+    solutions.write_text(
+        "def relist_resource_version(last, unavailable):\n    return last\n\n\n"
+        "other = 1\n\n\n# Which way next.\ndef next_action(ending):\n    return 'watch'\n"
+    )
+    chapter = _chapter("02b_r", "ch02.check_1(next_action, relist_resource_version, api)")
+    exercise = Exercise(1, 1, "ch02.check_1", "ch02", "next_action",
+                        ("relist_resource_version", "api"))  # fmt: skip
+    source = solution_source(solutions, exercise, chapter)
+    assert source.startswith("def relist_resource_version") and "# Which way next." in source
+    assert "other = 1" not in source
+
+
 def test_widgets_become_their_stored_values() -> None:
     state = {
         "box": {"model_name": "HBoxModel", "state": {"children": ["IPY_MODEL_a", "IPY_MODEL_b"]}},
