@@ -18,7 +18,7 @@ Three pieces:
   ``workqueue_retries_total``) next to the number of items in processing
   (``Queue.in_flight()``), which is what a dashboard would put beside them.
 - :class:`QueueMonitor`, a ``LiveFigure`` of a ``QueueSampler``'s samples over
-  time. (Chapter 06's timeline draws the same samples as a strip.)
+  time, which prints a one-line summary of what it drew when it stops.
 
 How a LiveFigure works, and why this way:
 
@@ -42,7 +42,9 @@ How a LiveFigure works, and why this way:
 - ``stop()`` replaces the widget with a static PNG of the final figure (a
   display update), so a saved notebook shows the plot on GitHub, under nbval,
   and in any viewer that does not run widgets. Its ``text/plain`` is a fixed
-  caption, the same before and after, so nbval has nothing random to compare.
+  caption, the same before and after: nbval compares the output a cell first
+  showed, never its updates. What a picture drew is said in text by its owner
+  (QueueMonitor prints a summary line when it stops).
 - Outside a Jupyter kernel (a test, a script) nothing is displayed; ticking
   and drawing work the same, and ``stop()`` returns the PNG bytes.
 """
@@ -66,6 +68,9 @@ from helpers.errors import CourseError
 from helpers.workqueue.metrics import QueueMetrics
 from helpers.workqueue.queue import Queue
 
+DPI = 100
+TEXT = 9
+"""Points: 12.5 pixels at 100 dpi, as chapter 08's pictures (helpers/program_plots.py)."""
 MAX_SAMPLES = 20_000
 """Samples kept (the oldest are dropped): over 15 minutes at the default interval."""
 
@@ -235,11 +240,11 @@ class Sample:
 class QueueSampler:
     """Samples of a named queue's metrics and in-flight count, taken when asked.
 
-    One way of sampling a queue for every plot of it: :class:`QueueMonitor`
-    plots its samples, and chapter 06's timeline draws them as a strip under
-    its lanes. ``started_at`` (a ``time.monotonic()`` reading) is time zero of
-    each sample's ``at``; ``queue`` may be replaced by another queue's (a
-    restarted controller's), and sampling carries on from the new one.
+    :class:`QueueMonitor` plots its samples (chapter 06's timeline notes the
+    queue's levels its own way, at each sync). ``started_at`` (a
+    ``time.monotonic()`` reading) is time zero of each sample's ``at``; ``queue``
+    may be replaced by another queue's (a restarted controller's), and sampling
+    carries on from the new one.
     """
 
     def __init__(self, queue: Queue[Any], *, started_at: float | None = None) -> None:
@@ -295,6 +300,9 @@ class QueueMonitor:
     line at the number of workers, the ceiling for in-flight items.
     Use it as a context manager, or call ``start()`` and ``stop()``; ``show``
     decides whether to display a widget (default: only inside a Jupyter kernel).
+    When it stops it prints :meth:`summary` (``summary``: default only when shown):
+    one line of text that a saved notebook keeps beside the picture, and that nbval
+    compares, where the picture's own text is a fixed caption.
     """
 
     def __init__(
@@ -305,6 +313,7 @@ class QueueMonitor:
         refresh: float = 0.25,
         workers: int | None = None,
         show: bool | None = None,
+        summary: bool | None = None,
     ) -> None:
         self.sampler = QueueSampler(queue)
         self.queue = queue
@@ -323,6 +332,8 @@ class QueueMonitor:
             refresh=refresh,
             show=show,
         )
+        self.print_summary = self.live.show if summary is None else summary
+        self._summarised = False
 
     @property
     def samples(self) -> deque[Sample]:
@@ -363,16 +374,21 @@ class QueueMonitor:
     def stop(self) -> bytes:
         """Stop and join the thread, take a last sample, and leave the final plot as a PNG.
 
-        Returns the PNG bytes. If the sampling thread failed, raises after
-        cleaning up, rather than showing a plot that silently stopped moving.
+        Returns the PNG bytes, and prints the summary line (once, if asked to). If
+        the sampling thread failed, raises after cleaning up, rather than showing a plot
+        that silently stopped moving.
         """
         if self.live.thread is None:
             raise RuntimeError("this QueueMonitor was never started")
         try:
-            return self.live.stop()
+            png = self.live.stop()
         except BackgroundThreadError as failure:
             cause = failure.__cause__
             raise RuntimeError(f"the monitor's sampling thread failed: {cause!r}") from cause
+        if self.print_summary and not self._summarised:
+            self._summarised = True
+            print(self.summary())
+        return png
 
     def __enter__(self) -> QueueMonitor:
         return self.start()
@@ -412,9 +428,7 @@ class QueueMonitor:
         levels, totals = self._figure.axes
         for name, line in self._lines.items():
             line.set_data(at, series[name])
-        # A retry shows where it joined the line: at the depth of the first sample that counted it.
-        pairs = itertools.pairwise(samples)
-        marks = [(now.at, now.depth) for was, now in pairs if now.retries > was.retries]
+        marks = retry_marks(samples)
         self._retry_marks.set_data([m[0] for m in marks], [m[1] for m in marks])
         if self._in_flight_fill is not None:
             self._in_flight_fill.remove()
@@ -437,46 +451,74 @@ class QueueMonitor:
             f"adds {last.adds}, retries {last.retries}"
         )
 
+    def summary(self) -> str:
+        """One line saying what the plot drew: its span, the peaks, the totals at the end.
+
+        The span and the in-flight peak depend on timing (the sampler looks every
+        ``interval`` seconds); the totals are the queue's own counters at the last sample.
+        """
+        samples = self.sampler.snapshot()
+        last = samples[-1] if samples else Sample(0.0, 0, 0, 0, 0)
+        workers = f" of {self.workers} workers" if self.workers is not None else ""
+        return (
+            f"queue plot of {self.queue.name!r} over ≈{last.at:.1f} s: "
+            f"depth up to {self.peak('depth')}, in flight up to {self.peak('in_flight')}{workers}, "
+            f"{last.adds} adds, {last.retries} retries"
+        )
+
     def _build_figure(self) -> None:
         """Axes and lines made once; _draw() only moves their data (a redraw costs ~50 ms).
 
         Left, the depth (keys waiting) with a red mark where a retry joined the line; under it,
         a strip of its own for the items in flight, scaled to the workers, so that a handful of
         busy workers stays visible beside a queue 150 deep (on one axis they would be a line
-        along the bottom, hidden under the workers' ceiling). Right, the totals so far.
+        along the bottom, hidden under the workers' ceiling). Right, the totals so far. Sizes
+        as chapter 08's pictures (:mod:`helpers.program_plots`): 9 inches at 100 dpi, text of
+        9 points (12.5 pixels) and more; each legend sits above its axes, where no line runs.
         """
-        figure = Figure(figsize=(9, 3.8), dpi=72)
+        figure = Figure(figsize=(9, 4.4), dpi=DPI)
         FigureCanvasAgg(figure)
         levels, totals = figure.subplots(1, 2)
-        levels.set_position((0.07, 0.47, 0.41, 0.38))
-        totals.set_position((0.57, 0.17, 0.41, 0.68))
+        levels.set_position((0.08, 0.45, 0.39, 0.35))
+        totals.set_position((0.59, 0.13, 0.39, 0.67))
         # A child axes: drawn with `levels`, but not one of figure.axes (two panels, as before).
-        strip = levels.inset_axes((0.07, 0.17, 0.41, 0.2), transform=figure.transFigure)
+        strip = levels.inset_axes((0.08, 0.13, 0.39, 0.2), transform=figure.transFigure)
         self._lines = {
-            "depth": levels.step([], [], where="post", label="depth (waiting)")[0],
+            "depth": levels.step([], [], where="post", label="depth: keys waiting")[0],
             "in_flight": strip.step([], [], where="post", color="tab:orange", lw=2)[0],
-            "adds": totals.plot([], [], label="adds (total)")[0],
-            "retries": totals.plot([], [], color="tab:red", label="retries (total)")[0],
+            "adds": totals.plot([], [], label="adds")[0],
+            "retries": totals.plot([], [], color="tab:red", label="retries")[0],
         }
         self._retry_marks = levels.plot(
-            [], [], "v", color="tab:red", ms=5, ls="none", label="a retry joins the line"
+            [], [], "v", color="tab:red", ms=6, ls="none", label="a retry joins the line"
         )[0]
         self._in_flight_fill: Any = None
         strip_title = "in flight"
         if self.workers is not None:
             strip.axhline(self.workers, color="grey", linestyle="--", lw=1, zorder=1)
             strip.set_yticks(sorted({0, self.workers}))
-            strip_title = f"in flight (dashed: the {self.workers} workers, the most there can be)"
-        strip.set_title(strip_title, fontsize=9, loc="left")
+            strip_title = f"in flight (dashed: {self.workers} workers, the most there can be)"
+        strip.set_title(strip_title, fontsize=TEXT, loc="left")
         levels.tick_params(labelbottom=False)
-        levels.set(ylabel="items", title="now")
-        strip.set(xlabel="seconds")
-        totals.set(xlabel="seconds", ylabel="items", title="so far")
-        levels.legend(loc="upper right", fontsize=8, frameon=False)
-        totals.legend(loc="center right", fontsize=8, frameon=False)
+        levels.set_ylabel("keys now", fontsize=TEXT)
+        strip.set_xlabel("seconds", fontsize=TEXT)
+        totals.set_xlabel("seconds", fontsize=TEXT)
+        totals.set_ylabel("keys so far", fontsize=TEXT)
+        for axes in (levels, strip, totals):
+            axes.tick_params(labelsize=TEXT)
+        # Above the axes, outside the data: a line can never run through a legend there.
+        for axes in (levels, totals):
+            axes.legend(loc="lower left", bbox_to_anchor=(0, 1.01), ncol=2, fontsize=TEXT,
+                        frameon=False, borderaxespad=0, handlelength=1.5)  # fmt: skip
         self._strip = strip
-        self._title = figure.suptitle("")
+        self._title = figure.suptitle("", fontsize=TEXT + 2)
         self._figure = figure
+
+
+def retry_marks(samples: list[Sample]) -> list[tuple[float, int]]:
+    """Where a retry joined the line: (time, depth) of each sample that counted one or more."""
+    pairs = itertools.pairwise(samples)
+    return [(now.at, now.depth) for was, now in pairs if now.retries > was.retries]
 
 
 def in_jupyter_kernel() -> bool:

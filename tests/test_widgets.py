@@ -20,6 +20,7 @@ import pytest
 from jupyter_client.manager import start_new_kernel
 from matplotlib.figure import Figure
 from matplotlib.image import imread
+from matplotlib.text import Text
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
@@ -99,8 +100,58 @@ def test_stop_leaves_a_png_of_the_final_plot(queue: RateLimitingQueue[str]) -> N
         queue.add("a")
     assert monitor.png is not None and monitor.png.startswith(PNG_SIGNATURE)
     height, width, _channels = imread(io.BytesIO(monitor.png)).shape
-    assert (width, height) == (648, 273)  # 9 x 3.8 inches at 72 dpi
+    assert (width, height) == (900, 440)  # 9 x 4.4 inches at 100 dpi, as chapter 08's pictures
     assert monitor.render() == monitor.png, "the image shows the final samples"
+
+
+def test_the_plot_is_readable_at_100_percent_zoom(queue: RateLimitingQueue[str]) -> None:
+    """Text of at least 10 pixels (STYLE.md), and no legend over the data: each legend sits
+    above its axes, so no line can run through it however the queue moves."""
+    monitor = QueueMonitor(queue, workers=4, show=False)
+    for n in range(150):
+        queue.add(f"key-{n}")
+    monitor.sample()
+    monitor.render()
+    figure = monitor._figure
+    texts = [t for t in figure.findobj(Text) if t.get_text() and t.get_visible()]
+    small = {t.get_text(): t.get_fontsize() * figure.dpi / 72 for t in texts}
+    assert texts and min(small.values()) >= 10, {k: v for k, v in small.items() if v < 10}
+    renderer = figure.canvas.get_renderer()
+    for axes in figure.axes:
+        legend = axes.get_legend()
+        assert legend is not None
+        box, data = legend.get_window_extent(renderer), axes.get_window_extent(renderer)
+        assert box.y0 >= data.y1, f"the legend of {axes.get_ylabel()!r} overlaps its data"
+
+
+def test_the_summary_says_what_the_plot_drew(queue: RateLimitingQueue[str]) -> None:
+    monitor = QueueMonitor(queue, workers=3, show=False)
+    for key in "abc":
+        queue.add(key)
+    monitor.sample()  # depth 3
+    item, _ = queue.get()
+    queue.add_rate_limited(item)  # failed: a retry, while it is still held
+    monitor.sample()
+    queue.done(item)
+    monitor.sample()
+    summary = monitor.summary()
+    assert summary.startswith("queue plot of 'test' over ≈")
+    assert summary.endswith(": depth up to 3, in flight up to 1 of 3 workers, 4 adds, 1 retries")
+
+
+def test_the_summary_is_printed_once_when_the_monitor_stops(
+    queue: RateLimitingQueue[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """By default only a monitor shown in Jupyter prints (a test or a script stays quiet)."""
+    quiet = QueueMonitor(queue, show=False).start()
+    quiet.stop()
+    assert capsys.readouterr().out == ""
+    monitor = QueueMonitor(queue, workers=2, show=False, summary=True).start()
+    queue.add("a")
+    monitor.stop()
+    monitor.stop()
+    assert capsys.readouterr().out == monitor.summary() + "\n"
+    assert QueueMonitor(queue, show=True, summary=False).print_summary is False
 
 
 def test_every_sample_stays_inside_the_plot_as_it_grows(queue: RateLimitingQueue[str]) -> None:
@@ -304,7 +355,10 @@ def test_a_kernel_gets_widget_updates_while_the_cell_runs_then_the_png() -> None
 def test_a_saved_notebook_keeps_the_static_png_not_the_widget() -> None:
     notebook = new_notebook(cells=[new_code_cell(KERNEL_CODE)])
     NotebookClient(notebook, timeout=60, kernel_name="python3").execute(cwd=str(ROOT))
-    (output,) = notebook.cells[0].outputs
+    output, summary = notebook.cells[0].outputs
     assert set(output["data"]) == {"image/png", "text/plain"}
     assert output["data"]["text/plain"].startswith("QueueMonitor of workqueue 'kernel-test'")
+    assert summary["output_type"] == "stream"
+    assert summary["text"].startswith("queue plot of 'kernel-test' over ≈")
+    assert summary["text"].endswith(": depth up to 20, in flight up to 0, 20 adds, 0 retries\n")
     nbformat.validate(notebook)

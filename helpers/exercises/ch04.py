@@ -1,9 +1,12 @@
 """Checks for chapter 04's exercises (the workqueue).
 
 No cluster is needed: each check runs the learner's answer against the real
-``helpers.workqueue`` queues and limiters and compares what they do. Exercise 3
-runs the learner's worker function in a thread with a deadline, so a function
-that blocks gets a sentence, not a hung notebook.
+``helpers.workqueue`` queues and limiters and compares what they do. Exercise 2
+prints two tables of what a limiter did, then probes the learner's limiter on a
+fake clock where no table looked (other keys, time passing, ``forget``), so a
+limiter that replays the tables is wrong. Exercise 3 runs the learner's worker
+function in a thread with a deadline, so a function that blocks gets a
+sentence, not a hung notebook.
 """
 
 from __future__ import annotations
@@ -14,14 +17,18 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ..workqueue import ItemExponentialFailureRateLimiter, Queue, RateLimiter, RateLimitingQueue
+from ..clock import FakeClock
+from ..workqueue import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+    Queue,
+    RateLimiter,
+    RateLimitingQueue,
+)
 from . import Verdict, correct, not_attempted, wrong
 
 DEADLINE_SECONDS = 10.0
-
-SCHEDULE_2 = (0.2, 0.2, 0.2, 10.0, 10.0, 10.0, 10.0, 10.0, 12.8, 25.6, 51.2, 60.0, 60.0)
-"""Exercise 2: the delays, in seconds, before each retry of one key that keeps failing."""
-
 
 # --- exercise 1: predict the queue ----------------------------------------------------------
 
@@ -72,38 +79,109 @@ def check_1(answer: tuple[int, list[str]] | None) -> Verdict:
     return correct("1", f"{waiting} waiting, then {expected_order}")
 
 
-# --- exercise 2: choose a rate limiter ------------------------------------------------------
+# --- exercise 2: rebuild a limiter from what it did ---------------------------------------
 
 
-def check_2(limiter: RateLimiter | None) -> Verdict:
-    """A limiter whose delays for one failing key are ``SCHEDULE_2``, per key, reset by forget."""
+def _team_limiter(clock: FakeClock) -> MaxOfRateLimiter:
+    """The limiter exercise 2 describes; the learner rebuilds it from the two tables."""
+    return MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(0.02, 5.0), BucketRateLimiter(4, 10, clock=clock)
+    )
+
+
+ONE_KEY_2 = 12
+MANY_KEYS_2 = 16
+
+
+def show_2() -> None:
+    """Print what the team's limiter did, each table on a fresh limiter and a still clock."""
+    one_key = _team_limiter(FakeClock())
+    many = _team_limiter(FakeClock())
+    delays = [one_key.when("shop/web") for _ in range(ONE_KEY_2)]
+    print(f"one key failing {ONE_KEY_2} times, its delays (s):")
+    print("   ", ", ".join(f"{d:g}" for d in delays))
+    delays = [many.when(f"shop/cm-{n}") for n in range(MANY_KEYS_2)]
+    print(f"{MANY_KEYS_2} keys failing once each, all at the same moment (s):")
+    print("   ", ", ".join(f"{d:g}" for d in delays))
+
+
+# What the check asks of the learner's limiter: none of it printed by the chapter. Each step is
+# (what it probes, action, argument): "when" a key fails, "forget" a key, "step" the clock.
+_PROBE_2: list[tuple[str, str, Any]] = [
+    *[("a key failing again and again", "when", "shop/web")] * 3,
+    *[("many keys failing at the same moment", "when", f"app/k{n}") for n in range(12)],
+    ("time passing", "step", 2.0),
+    ("time passing", "when", "shop/web"),
+    ("forget()", "forget", "shop/web"),
+    ("forget()", "when", "shop/web"),
+    ("time passing", "step", 30.0),
+    *[("a key failing again and again", "when", "shop/db")] * 9,
+    *[("many keys failing at the same moment", "when", f"app/j{n}") for n in range(6)],
+]
+
+_HINTS_2 = {
+    "a key failing again and again": "one key's delays double up to a cap: read the base and "
+    "the cap off the first table",
+    "many keys failing at the same moment": "keys that fail together wait for each other: "
+    "which limiter do all keys share, and what do its burst and its pace read in the "
+    "second table?",
+    "time passing": "does your limiter know that time passed? Hand the clock you are given "
+    "to whatever reads the time",
+    "forget()": "forget() must clear a key's failures, in every limiter it combines",
+}
+
+
+def check_2(make_limiter: Callable[[Any], RateLimiter | None] | None) -> Verdict:
+    """``make_limiter(clock)`` returns the team's limiter: probed where no table looked."""
+    if make_limiter is None:
+        return not_attempted("2", "write make_limiter_2(clock)")
+    clock, reference_clock = FakeClock(), FakeClock()
+    try:
+        limiter = make_limiter(clock)
+    except Exception as error:  # the learner's code: say what it raised
+        return wrong("2", f"make_limiter_2(clock) raised {type(error).__name__}: {error}")
     if limiter is None:
-        return not_attempted("2", "set limiter_2 to a rate limiter")
-    if not all(callable(getattr(limiter, name, None)) for name in ("when", "forget")):
+        return not_attempted("2", "make_limiter_2 returns None: return your rate limiter")
+    if not all(callable(getattr(limiter, m, None)) for m in ("when", "forget", "num_requeues")):
         return wrong(
             "2",
-            f"limiter_2 is a {type(limiter).__name__}, not a rate limiter: build one from this "
-            "chapter's classes (it needs when() and forget())",
+            f"make_limiter_2 returned a {type(limiter).__name__}, not a rate limiter: build one "
+            "from this chapter's classes (it needs when(), forget() and num_requeues())",
         )
-    delays = [limiter.when("shop/web") for _ in SCHEDULE_2]
-    for failure, (got, want) in enumerate(zip(delays, SCHEDULE_2, strict=True), start=1):
-        if not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
-            hint = (
-                "the first eight delays, 0.2 s three times and then 10 s, are what a fast-slow "
-                "limiter gives"
-                if failure <= 8
-                else "from the 9th failure on the delays double up to a cap, as an exponential "
-                "limiter's do: which base delay reaches 12.8 s at the 9th failure?"
+    reference = _team_limiter(reference_clock)
+    failures: Counter[str] = Counter()
+    delays = 0
+    for what, action, argument in _PROBE_2:
+        if action == "step":
+            clock.step(argument)
+            reference_clock.step(argument)
+            continue
+        if action == "forget":
+            limiter.forget(argument)
+            reference.forget(argument)
+            failures[argument] = 0
+            continue
+        failures[argument] += 1
+        got, want = limiter.when(argument), reference.when(argument)
+        delays += 1
+        if not isinstance(got, int | float):
+            return wrong("2", f"when() returned {got!r}, not a number of seconds")
+        if not math.isclose(got, want, abs_tol=1e-9):
+            hint = _HINTS_2["time passing" if abs(got - want) < 0.01 else what]
+            return wrong(
+                "2",
+                f"probing {what}: failure {failures[argument]} of {argument!r}, "
+                f"{clock.now():g} s into the check, waited {got:g} s; the team's limiter waits "
+                f"{want:g} s there. Hint: {hint}",
             )
-            return wrong("2", f"failure {failure} waits {got:g} s, not {want:g} s; hint: {hint}")
-    other = limiter.when("shop/db")
-    if not math.isclose(other, SCHEDULE_2[0]):
-        return wrong("2", f"another key's first failure waits {other:g} s: the schedule is per key")
-    limiter.forget("shop/web")
-    again = limiter.when("shop/web")
-    if not math.isclose(again, SCHEDULE_2[0]):
-        return wrong("2", f"after forget() the key waits {again:g} s, not {SCHEDULE_2[0]:g} s")
-    return correct("2", f"{type(limiter).__name__} matches all {len(SCHEDULE_2)} delays")
+    requeues = limiter.num_requeues("shop/web")
+    if requeues != reference.num_requeues("shop/web"):
+        return wrong(
+            "2",
+            f"num_requeues('shop/web') is {requeues!r} after forget() and one more failure: "
+            "it counts that key's failures on record",
+        )
+    return correct("2", f"{type(limiter).__name__} matched all {delays} delays the check asked for")
 
 
 # --- exercise 3: a worker that gives up -----------------------------------------------------

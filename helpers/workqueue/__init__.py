@@ -1,7 +1,8 @@
 """The workqueue: what a controller's event handlers feed and its workers drain.
 
-client-go counterpart: ``k8s.io/client-go/util/workqueue``. One module per
-idea, each layer adding one concept to the one below:
+client-go counterpart: ``k8s.io/client-go/util/workqueue``,
+https://github.com/kubernetes/client-go/tree/v0.36.3/util/workqueue
+One module per idea, each layer adding one concept to the one below:
 
 - ``queue``: ``Queue`` - dedup, fair order, one worker per key, shutdown;
 - ``delaying``: ``DelayingQueue`` - ``add_after``;

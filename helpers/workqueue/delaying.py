@@ -4,16 +4,9 @@
 
 """A work queue that can add an item later.
 
-client-go counterpart: ``util/workqueue/delaying_queue.go`` (``DelayingInterface``,
-``NewDelayingQueueWithConfig``).
-
-Why: a sync that failed should be retried, but not in a hot loop; "add this key
-again in 40 ms" is how retries, backoff and periodic re-checks are expressed.
-
-How: waiting items sit in a min-heap ordered by the time they become ready, plus
-a dict item -> entry so an item waits at most once. A background thread (the
-*waiting loop*) moves due items into the queue, then sleeps until the next one
-is due, a new entry arrives, shutdown, or a 10 s heartbeat, whichever is first.
+client-go counterpart: ``delayingType`` (``TypedDelayingInterface``), its
+``AddAfter``, ``waitingLoop`` and ``insert``:
+https://github.com/kubernetes/client-go/blob/v0.36.3/util/workqueue/delaying_queue.go#L162-L369
 
 Two deliberate differences from client-go: ``add_after`` puts the entry into
 the heap itself under a lock (client-go passes it to the loop over a channel);
@@ -45,7 +38,7 @@ class _Entry(Generic[T]):
 
 
 class DelayingQueue(Queue[T]):
-    """A ``Queue`` with ``add_after`` (client-go: ``delayingType``)."""
+    """A ``Queue`` with ``add_after``."""
 
     def __init__(
         self,

@@ -4,22 +4,18 @@
 
 """Per-queue metrics: how deep, how busy, how slow, how stuck.
 
-client-go counterpart: ``util/workqueue/metrics.go`` (what is measured) and
-component-base ``metrics/prometheus/workqueue/metrics.go`` (the metric names,
-subsystem ``workqueue``, label ``name``).
+client-go counterpart: ``defaultQueueMetrics`` and ``noMetrics`` (what is measured)
+https://github.com/kubernetes/client-go/blob/v0.36.3/util/workqueue/metrics.go#L73-L149
+and component-base's names (subsystem ``workqueue``, label ``name``) and buckets:
+https://github.com/kubernetes/component-base/blob/v0.36.3/metrics/prometheus/workqueue/metrics.go#L29-L98
 
-Why these numbers: depth and adds say how much work arrives; queue duration says
-how long a key waits for a worker (too few workers?); work duration says how long
-a sync takes; unfinished work and the longest running processor reveal a stuck
-worker before it finishes (a histogram only learns about work once it is Done);
-retries count AddAfter calls, i.e. failures being retried.
-
-Like client-go, metrics only exist for a named queue: ``new_queue_metrics("")``
-returns a ``NoopMetrics``. Unlike client-go there is no global registry: each
-queue owns its metrics object, and ``snapshot()`` gives a widget a plain dict.
-For Prometheus, :class:`QueueMetricsCollector` hands those snapshots to the
-``prometheus_client`` library at scrape time, which writes the exposition
-format (``to_prometheus()``; chapter 08 serves it over HTTP).
+client-go records nothing until a provider is set (``SetProvider``; the default
+is a no-op), and nothing for a queue without a name:
+https://github.com/kubernetes/client-go/blob/v0.36.3/util/workqueue/metrics.go#L213-L232
+Ours records for every named queue, with no provider and no global registry:
+each queue owns its metrics (``NoopMetrics`` for an unnamed one), ``snapshot()``
+gives a widget a plain dict, and :class:`QueueMetricsCollector` hands snapshots
+to ``prometheus_client`` at scrape time (``to_prometheus()``; chapter 08 serves it).
 """
 
 from __future__ import annotations
@@ -50,7 +46,7 @@ def exponential_buckets(start: float, factor: float, count: int) -> tuple[float,
     return tuple(float(f"{start * factor**i:.12g}") for i in range(count))
 
 
-# client-go's workqueue histogram buckets: 10 ns up to 10 s.
+# component-base's workqueue histogram buckets: 10 ns up to 10 s.
 BUCKETS = exponential_buckets(1e-8, 10, 10)
 
 
@@ -80,7 +76,7 @@ class Histogram:
 
 
 class NoopMetrics:
-    """What an unnamed queue records: nothing (client-go: ``noMetrics``)."""
+    """What an unnamed queue records: nothing."""
 
     def add(self, item: Hashable) -> None: ...
     def get(self, item: Hashable) -> None: ...
@@ -97,7 +93,7 @@ class NoopMetrics:
 
 
 class QueueMetrics:
-    """Metrics of one named queue (client-go: ``defaultQueueMetrics``).
+    """Metrics of one named queue.
 
     The queue calls ``add``/``get``/``done``/``retry`` while holding its own
     lock; this object has its own lock too, so ``snapshot()`` can be read from a
@@ -123,33 +119,6 @@ class QueueMetrics:
         self._stop = threading.Event()
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
-
-    # Called by the queue -------------------------------------------------
-
-    def add(self, item: Hashable) -> None:
-        with self._lock:
-            self._adds += 1
-            self._depth += 1
-            self._added_at.setdefault(item, self._clock.now())
-
-    def get(self, item: Hashable) -> None:
-        with self._lock:
-            now = self._clock.now()
-            self._depth -= 1
-            self._started_at[item] = now
-            added_at = self._added_at.pop(item, None)
-            if added_at is not None:
-                self._queue_duration.observe(now - added_at)
-
-    def done(self, item: Hashable) -> None:
-        with self._lock:
-            started_at = self._started_at.pop(item, None)
-            if started_at is not None:
-                self._work_duration.observe(self._clock.now() - started_at)
-
-    def retry(self) -> None:
-        with self._lock:
-            self._retries += 1
 
     # The refresher thread ------------------------------------------------
 
@@ -214,6 +183,33 @@ class QueueMetrics:
         """This queue's metrics in the Prometheus text exposition format."""
         return render_prometheus([self])
 
+    # Called by the queue -------------------------------------------------
+
+    def add(self, item: Hashable) -> None:
+        with self._lock:
+            self._adds += 1
+            self._depth += 1
+            self._added_at.setdefault(item, self._clock.now())
+
+    def get(self, item: Hashable) -> None:
+        with self._lock:
+            now = self._clock.now()
+            self._depth -= 1
+            self._started_at[item] = now
+            added_at = self._added_at.pop(item, None)
+            if added_at is not None:
+                self._queue_duration.observe(now - added_at)
+
+    def done(self, item: Hashable) -> None:
+        with self._lock:
+            started_at = self._started_at.pop(item, None)
+            if started_at is not None:
+                self._work_duration.observe(self._clock.now() - started_at)
+
+    def retry(self) -> None:
+        with self._lock:
+            self._retries += 1
+
 
 def new_queue_metrics(
     name: str, clock: Clock, update_period: float = UPDATE_PERIOD
@@ -232,36 +228,14 @@ def _histogram_dict(histogram: Histogram) -> dict[str, Any]:
 
 # Prometheus, through the prometheus_client library -------------------------
 
-_FAMILIES: list[tuple[str, str, str, str]] = [
-    # (metric name, type, snapshot key, help)
-    ("workqueue_depth", "gauge", "depth", "Current number of items waiting in the workqueue."),
-    ("workqueue_adds_total", "counter", "adds_total", "Adds handled by the workqueue."),
-    (
-        "workqueue_queue_duration_seconds",
-        "histogram",
-        "queue_duration_seconds",
-        "Seconds an item waits in the workqueue before a worker gets it.",
-    ),
-    (
-        "workqueue_work_duration_seconds",
-        "histogram",
-        "work_duration_seconds",
-        "Seconds a worker spends on an item, from Get to Done.",
-    ),
-    (
-        "workqueue_unfinished_work_seconds",
-        "gauge",
-        "unfinished_work_seconds",
-        "Seconds of work in progress not yet observed by work_duration; "
-        "a steady rise means stuck workers.",
-    ),
-    (
-        "workqueue_longest_running_processor_seconds",
-        "gauge",
-        "longest_running_processor_seconds",
-        "Seconds the longest-running item in progress has been worked on.",
-    ),
-    ("workqueue_retries_total", "counter", "retries_total", "Retries handled by the workqueue."),
+_FAMILIES = [  # (name, type, help); a snapshot's key is the name after "workqueue_"
+    ("workqueue_depth", "gauge", "Current depth of workqueue"),
+    ("workqueue_adds_total", "counter", "Total number of adds handled by workqueue"),
+    ("workqueue_queue_duration_seconds", "histogram", "Seconds an item waits for a worker"),
+    ("workqueue_work_duration_seconds", "histogram", "Seconds a worker spends on an item"),
+    ("workqueue_unfinished_work_seconds", "gauge", "Seconds of work in progress, not yet done"),
+    ("workqueue_longest_running_processor_seconds", "gauge", "Age of the oldest work in progress"),
+    ("workqueue_retries_total", "counter", "Total number of retries handled by workqueue"),
 ]
 
 
@@ -280,7 +254,8 @@ class QueueMetricsCollector(Collector):
         if not snapshots:
             return
         kinds = {"gauge": GaugeMetricFamily, "counter": CounterMetricFamily}
-        for metric, kind, key, help_text in _FAMILIES:
+        for metric, kind, help_text in _FAMILIES:
+            key = metric.removeprefix("workqueue_")
             family = (HistogramMetricFamily if kind == "histogram" else kinds[kind])(
                 metric, help_text, labels=["name"]
             )

@@ -4,19 +4,15 @@
 
 """The basic work queue: fair order, no duplicates, one worker per key.
 
-client-go counterpart: ``util/workqueue/queue.go`` (``Type``, ``Interface``).
+client-go counterpart: ``Typed`` (``TypedInterface``) and its ``Add``, ``Get``,
+``Done``, ``Len``, ``ShutDown`` and ``ShutDownWithDrain``:
+https://github.com/kubernetes/client-go/blob/v0.36.3/util/workqueue/queue.go#L190-L342
 
-Why a controller wants this rather than ``queue.Queue``: a controller enqueues
-*keys* ("namespace/name") and always reads the latest object from a cache, so
-ten events for one key need only one sync. Three structures give that:
-
-- ``_queue``: the order in which keys are handed out (a key appears at most once);
-- ``_dirty``: keys that need processing (a key added twice is dirty once);
-- ``_processing``: keys a worker holds between ``get()`` and ``done()``.
-
-A key added while it is being processed is only marked dirty; ``done()`` puts it
-back in line. So no two workers ever sync the same key at once, and a change that
-arrives mid-sync is never lost.
+``_queue`` is the line (a key appears at most once); ``_dirty``, the keys that
+need processing; ``_processing``, the keys a worker holds between ``get()`` and
+``done()``. A key added while it is processed is only marked dirty, and
+``done()`` puts it back in line: no two workers sync one key at once, and a
+change that arrives mid-sync is not lost.
 """
 
 from __future__ import annotations
@@ -33,7 +29,7 @@ T = TypeVar("T", bound=Hashable)
 
 
 class Queue(Generic[T]):
-    """A work queue of hashable items (client-go: ``workqueue.New`` / ``NewNamed``).
+    """A work queue of hashable items.
 
     A ``name`` turns metrics on (``self.metrics``); the ``clock`` times them.
     """
@@ -107,8 +103,7 @@ class Queue(Generic[T]):
     def in_flight(self) -> int:
         """Items handed out by ``get()`` and not yet ``done()``: the work in progress.
 
-        client-go has no such method (its unfinished-work gauges are the nearest
-        thing); a live plot of the queue reads it next to ``len()``.
+        Our addition, for a live plot of the queue beside ``len()``.
         """
         with self._lock:
             return len(self._processing)

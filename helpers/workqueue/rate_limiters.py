@@ -4,17 +4,16 @@
 
 """Rate limiters: how long to wait before retrying an item.
 
-client-go counterpart: ``util/workqueue/default_rate_limiters.go``.
+client-go counterpart: ``TypedRateLimiter`` and its implementations
+(``TypedItemExponentialFailureRateLimiter``, ``TypedBucketRateLimiter``,
+``TypedMaxOfRateLimiter``, ``TypedItemFastSlowRateLimiter``,
+``TypedWithMaxWaitRateLimiter``, ``DefaultTypedControllerRateLimiter``) in
+https://github.com/kubernetes/client-go/blob/v0.36.3/util/workqueue/default_rate_limiters.go
 
-Why several small ones: each answers a different worry. Per-item exponential
-backoff stops one broken object from hot-looping; a token bucket caps the total
-retry rate when *everything* fails at once (an API outage); ``MaxOfRateLimiter``
-combines them, and the controller default is exactly that combination.
-
-Every limiter has the same three methods: ``when(item)`` records a failure and
-returns the delay in seconds, ``forget(item)`` clears the item's history after a
-success, ``num_requeues(item)`` says how many failures are on record. They are
-called from many worker threads, so each one guards its state with a lock.
+Every limiter has three methods: ``when(item)`` records a failure and returns the
+delay in seconds, ``forget(item)`` clears the item's history after a success,
+``num_requeues(item)`` says how many failures are on record. Many worker threads
+call them, so each limiter guards its state with a lock.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from helpers.clock import Clock, RealClock
 
 
 class RateLimiter(Protocol):
-    """client-go: ``TypedRateLimiter``."""
+    """The three methods every limiter has."""
 
     def when(self, item: Hashable) -> float:
         """Record a failure of ``item``; return how many seconds to wait."""
@@ -43,7 +42,7 @@ class RateLimiter(Protocol):
 
 
 class ItemExponentialFailureRateLimiter:
-    """``base * 2**failures``, capped at ``max_delay`` (client-go: same name).
+    """``base * 2**failures``, capped at ``max_delay``.
 
     The cap also catches ``2.0**n`` overflowing a float, after ~1000 failures.
     """
@@ -74,7 +73,7 @@ class ItemExponentialFailureRateLimiter:
 
 
 class BucketRateLimiter:
-    """One token bucket shared by all items (client-go: ``BucketRateLimiter``).
+    """One token bucket shared by all items.
 
     Each ``when`` takes a token, even one not there yet: the delay is how long
     until it will be. Items are not tracked, so ``num_requeues`` is 0.
@@ -106,10 +105,7 @@ class BucketRateLimiter:
 
 
 class MaxOfRateLimiter:
-    """The longest delay any of ``limiters`` asks for (client-go: same name).
-
-    Every limiter is asked on every failure, so all of them keep counting.
-    """
+    """The longest delay any of ``limiters`` asks for; every one of them counts."""
 
     def __init__(self, *limiters: RateLimiter) -> None:
         self._limiters = limiters
@@ -125,12 +121,21 @@ class MaxOfRateLimiter:
         return max(limiter.num_requeues(item) for limiter in self._limiters)
 
 
-class ItemFastSlowRateLimiter:
-    """``fast_delay`` for the first ``max_fast_attempts`` failures, then ``slow_delay``.
+def default_controller_rate_limiter(*, clock: Clock | None = None) -> MaxOfRateLimiter:
+    """Per-item backoff 5 ms..1000 s, and one bucket of 10 qps with a burst of 100."""
+    return MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(0.005, 1000.0),
+        BucketRateLimiter(qps=10, burst=100, clock=clock),
+    )
 
-    client-go: ``ItemFastSlowRateLimiter``; useful for "retry quickly a few
-    times, then settle into polling".
-    """
+
+def default_item_based_rate_limiter() -> ItemExponentialFailureRateLimiter:
+    """Per-item backoff 1 ms..1000 s."""
+    return ItemExponentialFailureRateLimiter(0.001, 1000.0)
+
+
+class ItemFastSlowRateLimiter:
+    """``fast_delay`` for the first ``max_fast_attempts`` failures, then ``slow_delay``."""
 
     def __init__(self, fast_delay: float, slow_delay: float, max_fast_attempts: int) -> None:
         self._fast = fast_delay
@@ -154,7 +159,7 @@ class ItemFastSlowRateLimiter:
 
 
 class WithMaxWaitRateLimiter:
-    """Caps another limiter's delay at ``max_wait`` (client-go: same name)."""
+    """Caps another limiter's delay at ``max_wait``."""
 
     def __init__(self, limiter: RateLimiter, max_wait: float) -> None:
         self._limiter = limiter
@@ -168,19 +173,3 @@ class WithMaxWaitRateLimiter:
 
     def num_requeues(self, item: Hashable) -> int:
         return self._limiter.num_requeues(item)
-
-
-def default_controller_rate_limiter(*, clock: Clock | None = None) -> MaxOfRateLimiter:
-    """client-go's ``DefaultControllerRateLimiter``: per-item 5 ms..1000 s, overall 10 qps.
-
-    The bucket (10 qps, burst 100) only matters when many items fail together.
-    """
-    return MaxOfRateLimiter(
-        ItemExponentialFailureRateLimiter(0.005, 1000.0),
-        BucketRateLimiter(qps=10, burst=100, clock=clock),
-    )
-
-
-def default_item_based_rate_limiter() -> ItemExponentialFailureRateLimiter:
-    """client-go's ``DefaultItemBasedRateLimiter``: per-item backoff 1 ms..1000 s."""
-    return ItemExponentialFailureRateLimiter(0.001, 1000.0)

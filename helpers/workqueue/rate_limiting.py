@@ -4,12 +4,9 @@
 
 """A delaying queue that asks a rate limiter how long to wait.
 
-client-go counterpart: ``util/workqueue/rate_limiting_queue.go``
-(``RateLimitingInterface``, ``NewRateLimitingQueueWithConfig``).
-
-Why a separate layer: the queue knows *how* to wait (``add_after``), the limiter
-knows *how long* (backoff policy). A worker only says "this failed"
-(``add_rate_limited``) or "this succeeded" (``forget``).
+client-go counterpart: ``rateLimitingType`` (``TypedRateLimitingInterface``),
+whose ``AddRateLimited`` is ``AddAfter(item, limiter.When(item))``:
+https://github.com/kubernetes/client-go/blob/v0.36.3/util/workqueue/rate_limiting_queue.go#L130-L147
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ from helpers.workqueue.rate_limiters import RateLimiter
 
 
 class RateLimitingQueue(DelayingQueue[T]):
-    """client-go: ``rateLimitingType``."""
+    """A ``DelayingQueue`` whose retries wait as long as ``rate_limiter`` says."""
 
     def __init__(
         self,

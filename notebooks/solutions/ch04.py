@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from helpers.clock import Clock
 from helpers.workqueue import (
+    BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
-    ItemFastSlowRateLimiter,
     MaxOfRateLimiter,
     RateLimitingQueue,
 )
@@ -16,12 +17,16 @@ from helpers.workqueue import (
 # dirty "a" at the back of the line.
 answer_1 = (2, ["b", "c", "a"])
 
-# Three quick retries, then never less than 10 s, and from the 9th failure on an exponential
-# backoff (0.05 s * 2**8 = 12.8 s) capped at a minute: the larger of two limiters.
-limiter_2 = MaxOfRateLimiter(
-    ItemFastSlowRateLimiter(0.2, 10.0, 3),
-    ItemExponentialFailureRateLimiter(0.05, 60.0),
-)
+
+# The first table: 0.02 s doubling with each failure of one key, capped at 5 s: per-item
+# exponential backoff. The second: ten keys failing together wait only their own 0.02 s (a burst
+# of 10 tokens), then each waits 0.25 s more than the one before (4 tokens a second): a bucket
+# shared by all keys. The team's limiter takes the larger of the two, as client-go's default does.
+def make_limiter_2(clock: Clock) -> MaxOfRateLimiter:
+    return MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(0.02, 5.0),
+        BucketRateLimiter(qps=4, burst=10, clock=clock),
+    )
 
 
 def process_with_retries(
