@@ -159,15 +159,20 @@ def deep_dive_sections(cells: list[dict[str, Any]]) -> list[DeepDive]:
 
 
 def exercises(cells: list[dict[str, Any]]) -> list[Exercise]:
-    """The numbered exercises (``**1.**`` at the start of a line) of the "Exercises" section."""
+    """The numbered exercises (``**1.**`` at the start of a line) of the "Exercises" section; a
+    ``# comment`` inside an exercise's fenced code is not a heading."""
     found: list[Exercise] = []
     inside = False
     for cell in cells:
         if cell["cell_type"] != "markdown":
             continue
-        text = source(cell)
-        for line in text.splitlines():
-            if match := HEADING.match(line):
+        fenced = False
+        for line in source(cell).splitlines():
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            elif fenced:
+                continue
+            elif match := HEADING.match(line):
                 inside = match.group(2).strip() == "Exercises"
             elif inside and (match := EXERCISE.match(line)):
                 minutes = int(match.group(2)) if match.group(2) else None

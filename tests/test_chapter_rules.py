@@ -151,6 +151,16 @@ def test_deep_dives_are_tagged_and_listed(path: Path) -> None:
         assert dive.title in first, f"the first cell does not list 'Deep dive: {dive.title}'"
 
 
+def test_exercises_are_found_past_code_in_them() -> None:
+    cells = [
+        {"cell_type": "markdown", "source": "## Exercises\n\n**1.** *(about 5 minutes)* Run:\n"
+         "```python\n# not a heading\nq.add('a')\n```\n**2.** *(about 15 minutes)* Build."},
+        {"cell_type": "markdown", "source": "## How client-go does it\n\n**3.** not one"},
+    ]  # fmt: skip
+    found = study_time.exercises(cells)
+    assert [(e.number, e.minutes) for e in found] == [(1, 5), (2, 15)]
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_exercise_states_its_minutes(path: Path) -> None:
     found = study_time.exercises(json.loads(path.read_text())["cells"])
