@@ -52,23 +52,45 @@ def test_ch00_exercise_1_brings_a_deleted_namespace_back(api: kubernetes.client.
 
 def test_ch00_exercise_2(api: kubernetes.client.ApiClient) -> None:
     assert ch00.check_2(None, api).state == "not attempted yet"
-    verdict = ch00.check_2("/api/v1/namespaces/shop/deployments/web", api)
-    assert verdict.state == "wrong" and "/apis/<group>/<version>" in verdict.detail
-    verdict = ch00.check_2("/apis/apps/v1/deployments/web", api)
-    assert verdict.state == "wrong" and "/namespaces/" in verdict.detail
+    assert ch00.check_2("/apis/apps/v1", api).state == "wrong"  # one path, not two
+    scale, crd = solutions00.answer_2
+    verdict = ch00.check_2((scale.replace("/apis/apps/v1", "/api/v1"), crd), api)
+    assert verdict.state == "wrong" and verdict.detail.startswith("(a)")
+    assert "/apis/<group>/<version>" in verdict.detail
+    verdict = ch00.check_2(
+        (
+            scale,
+            crd.replace("/customresourcedefinitions", "/namespaces/shop/customresourcedefinitions"),
+        ),
+        api,
+    )
+    assert verdict.state == "wrong" and verdict.detail.startswith("(b)")
+    assert "cluster-scoped one" in verdict.detail
     assert ch00.check_2(solutions00.answer_2, api).correct
 
 
-def test_ch00_exercise_2_a_path_copied_from_the_chapter_is_wrong(
+def test_ch00_exercise_2_the_paths_the_chapter_printed_are_wrong(
     api: kubernetes.client.ApiClient,
 ) -> None:
-    for printed in (
-        "/apis/apps/v1/namespaces/ch00-api-tour/deployments?limit=1",  # cell 20's output
+    """No path the chapter prints, nor the one step from it that the old exercise asked for,
+    answers either half; no wrong verdict names the right path."""
+    printed = [
+        "/api/v1/namespaces/ch00-api-tour/configmaps",
+        "/api/v1/namespaces/ch00-api-tour/configmaps/greeting",
+        "/apis/apps/v1/namespaces/ch00-api-tour/deployments?limit=1",
         "/apis/apps/v1/namespaces/ch00-api-tour/deployments",
-    ):
-        verdict = ch00.check_2(printed, api)
-        assert verdict.state == "wrong", printed
-        assert solutions00.answer_2 not in verdict.detail
+        "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ch00-api-tour/foos",
+        "/apis/samplecontroller.k8s.io/v1alpha1",
+        "/apis/apps/v1/namespaces/shop/deployments/web",  # the old exercise's answer
+        "/apis/apiextensions.k8s.io/v1",
+    ]
+    for first in printed:
+        for second in printed:
+            verdict = ch00.check_2((first, second), api)
+            assert verdict.state == "wrong", (first, second)
+            assert all(path not in verdict.detail for path in solutions00.answer_2)
+    verdict = ch00.check_2(("/apis/apps/v1/namespaces/shop/deployments/web", "x"), api)
+    assert "one more segment" in verdict.detail
 
 
 def test_ch00_exercise_3(api: kubernetes.client.ApiClient) -> None:
