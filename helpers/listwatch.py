@@ -5,8 +5,13 @@
 """LIST and WATCH one collection, as raw JSON.
 
 client-go counterpart: ``tools/cache/listwatch.go`` (``ListWatch``,
-``ListerWatcher``) plus the part of ``rest``/``watch`` (``StreamWatcher``) that
-turns a chunked HTTP response into watch events.
+``ListerWatcher``:
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/listwatch.go#L109-L204)
+plus the part of ``rest``/``watch`` (``StreamWatcher``:
+https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/watch/streamwatcher.go#L53-L145)
+that turns a chunked HTTP response into watch events. Unlike client-go's
+``StreamWatcher``, which passes ``ERROR`` events on as events (its reflector
+makes them errors), ``WatchStream`` raises them.
 
 Why raw JSON: the official client's typed models cost about ten times more
 than ``json.loads`` to build, and an informer decodes every object of a
@@ -106,8 +111,10 @@ class WatchError(ApiException):
     """An ``ERROR`` event in a watch stream: the server ended the watch with a ``Status``.
 
     client-go: ``apierrors.FromObject(event.Object)`` in the reflector's watch
-    handler. ``status`` (the HTTP-style code), ``reason`` and ``body`` (the
-    Status as JSON) are filled as on any ``ApiException``.
+    handler, ``handleAnyWatch``
+    (https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L972-L1095).
+    ``status`` (the HTTP-style code), ``reason`` and ``body`` (the Status as
+    JSON) are filled as on any ``ApiException``.
     """
 
     def __init__(self, status_object: dict[str, Any]) -> None:
@@ -457,7 +464,9 @@ def share_strings(item: Any) -> Any:
     item = _intern_keys(item)
     if not isinstance(item, dict):
         return item
-    for field in ("kind", "apiVersion"):  # a watch's objects carry them; a LIST's items do not
+    # A watch's objects carry kind and apiVersion, and so do the LIST items of custom resources;
+    # those of built-in types served as JSON do not.
+    for field in ("kind", "apiVersion"):
         if isinstance(item.get(field), str):
             item[field] = sys.intern(item[field])
     metadata = item.get("metadata")

@@ -9,6 +9,8 @@ wrong verdict may say what the right answer is.
 
 from __future__ import annotations
 
+import json
+
 import kubernetes
 import pytest
 
@@ -52,23 +54,45 @@ def test_ch00_exercise_1_brings_a_deleted_namespace_back(api: kubernetes.client.
 
 def test_ch00_exercise_2(api: kubernetes.client.ApiClient) -> None:
     assert ch00.check_2(None, api).state == "not attempted yet"
-    verdict = ch00.check_2("/api/v1/namespaces/shop/deployments/web", api)
-    assert verdict.state == "wrong" and "/apis/<group>/<version>" in verdict.detail
-    verdict = ch00.check_2("/apis/apps/v1/deployments/web", api)
-    assert verdict.state == "wrong" and "/namespaces/" in verdict.detail
+    assert ch00.check_2("/apis/apps/v1", api).state == "wrong"  # one path, not two
+    scale, crd = solutions00.answer_2
+    verdict = ch00.check_2((scale.replace("/apis/apps/v1", "/api/v1"), crd), api)
+    assert verdict.state == "wrong" and verdict.detail.startswith("(a)")
+    assert "/apis/<group>/<version>" in verdict.detail
+    verdict = ch00.check_2(
+        (
+            scale,
+            crd.replace("/customresourcedefinitions", "/namespaces/shop/customresourcedefinitions"),
+        ),
+        api,
+    )
+    assert verdict.state == "wrong" and verdict.detail.startswith("(b)")
+    assert "cluster-scoped one" in verdict.detail
     assert ch00.check_2(solutions00.answer_2, api).correct
 
 
-def test_ch00_exercise_2_a_path_copied_from_the_chapter_is_wrong(
+def test_ch00_exercise_2_the_paths_the_chapter_printed_are_wrong(
     api: kubernetes.client.ApiClient,
 ) -> None:
-    for printed in (
-        "/apis/apps/v1/namespaces/ch00-api-tour/deployments?limit=1",  # cell 20's output
+    """No path the chapter prints, nor the one step from it that the old exercise asked for,
+    answers either half; no wrong verdict names the right path."""
+    printed = [
+        "/api/v1/namespaces/ch00-api-tour/configmaps",
+        "/api/v1/namespaces/ch00-api-tour/configmaps/greeting",
+        "/apis/apps/v1/namespaces/ch00-api-tour/deployments?limit=1",
         "/apis/apps/v1/namespaces/ch00-api-tour/deployments",
-    ):
-        verdict = ch00.check_2(printed, api)
-        assert verdict.state == "wrong", printed
-        assert solutions00.answer_2 not in verdict.detail
+        "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ch00-api-tour/foos",
+        "/apis/samplecontroller.k8s.io/v1alpha1",
+        "/apis/apps/v1/namespaces/shop/deployments/web",  # the old exercise's answer
+        "/apis/apiextensions.k8s.io/v1",
+    ]
+    for first in printed:
+        for second in printed:
+            verdict = ch00.check_2((first, second), api)
+            assert verdict.state == "wrong", (first, second)
+            assert all(path not in verdict.detail for path in solutions00.answer_2)
+    verdict = ch00.check_2(("/apis/apps/v1/namespaces/shop/deployments/web", "x"), api)
+    assert "one more segment" in verdict.detail
 
 
 def test_ch00_exercise_3(api: kubernetes.client.ApiClient) -> None:
@@ -113,29 +137,95 @@ def test_ch01_exercise_1(api: kubernetes.client.ApiClient, namespace: str) -> No
     assert ch01.check_1(None, api, namespace).state == "not attempted yet"
 
     def only_additions(api, path, resource_version, timeout_seconds):  # type: ignore[no-untyped-def]
-        for kind, name in solutions01.watch_from(api, path, resource_version, timeout_seconds):
-            if kind == "ADDED":
-                yield kind, name
+        changes, version = solutions01.watch_once(api, path, resource_version, timeout_seconds)
+        return [change for change in changes if change[0] == "ADDED"], version
 
     verdict = ch01.check_1(only_additions, api, namespace)
     assert verdict.state == "wrong" and "exercise-w-" in verdict.detail
-    assert ch01.check_1(solutions01.watch_from, api, namespace).correct
+    assert ch01.check_1(solutions01.watch_once, api, namespace).correct
 
 
-def test_ch01_exercise_1_a_generator_of_remembered_pairs_is_wrong(
+def _cell_6_watch(api, path, resource_version, timeout_seconds):  # type: ignore[no-untyped-def]
+    """The chapter's `watch` generator of cell 6 (bookmarks allowed, every line one event)."""
+    response = api.call_api(
+        path,
+        "GET",
+        query_params=[
+            ("watch", "true"),
+            ("resourceVersion", resource_version),
+            ("timeoutSeconds", str(timeout_seconds)),
+            ("allowWatchBookmarks", "true"),
+        ],
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+        _request_timeout=(5, timeout_seconds + 5),
+    )
+    try:
+        for line in iter(response.readline, b""):
+            yield json.loads(line)
+    finally:
+        response.close()
+        response.release_conn()
+
+
+def test_ch01_exercise_1_the_chapters_watch_is_not_the_answer(
     api: kubernetes.client.ApiClient, namespace: str
 ) -> None:
-    """The three pairs the exercise used to expect, yielded without watching anything, fail:
-    the check's ConfigMap has a new name, and a new number of changes, on every run."""
+    """Cell 6's generator, with its events as the changes and the last one's version, is wrong
+    (a bookmark is no change); so is it with bookmarks left out but their versions ignored (the
+    replay's last object is not its newest), and with bookmarks right but ERROR events passed
+    on as events."""
+
+    def cell_6(api, path, resource_version, timeout_seconds):  # type: ignore[no-untyped-def]
+        events = list(_cell_6_watch(api, path, resource_version, timeout_seconds))
+        changes = [(e["type"], e["object"]["metadata"].get("name", "")) for e in events]
+        version = events[-1]["object"]["metadata"].get("resourceVersion", "") if events else ""
+        return changes, version or resource_version
+
+    verdict = ch01.check_1(cell_6, api, namespace)
+    assert verdict.state == "wrong" and "bookmark" in verdict.detail
+
+    def no_bookmark_versions(api, path, resource_version, timeout_seconds):  # type: ignore[no-untyped-def]
+        changes, version = [], resource_version
+        for event in _cell_6_watch(api, path, resource_version, timeout_seconds):
+            if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                changes.append((event["type"], event["object"]["metadata"]["name"]))
+                version = event["object"]["metadata"]["resourceVersion"]
+            elif event["type"] == "ERROR":
+                raise solutions01.WatchFailed(event["object"]["code"])
+        return changes, version
+
+    verdict = ch01.check_1(no_bookmark_versions, api, namespace)
+    assert verdict.state == "wrong" and "older than an object the watch replayed" in verdict.detail
+
+    def errors_as_events(api, path, resource_version, timeout_seconds):  # type: ignore[no-untyped-def]
+        changes, version = [], resource_version
+        for event in _cell_6_watch(api, path, resource_version, timeout_seconds):
+            version = event["object"]["metadata"].get("resourceVersion", version)
+            if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                changes.append((event["type"], event["object"]["metadata"]["name"]))
+        return changes, version
+
+    verdict = ch01.check_1(errors_as_events, api, namespace)
+    assert verdict.state == "wrong" and "instead of raising WatchFailed" in verdict.detail
+
+
+def test_ch01_exercise_1_remembered_pairs_are_wrong(
+    api: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    """Pairs remembered from an earlier run, returned without watching anything, fail: the
+    check's ConfigMap has a new name, and a new number of changes, on every run. Watching from
+    "now" instead of the version given sees nothing."""
 
     def remembered(api, path, resource_version, timeout_seconds):  # type: ignore[no-untyped-def]
-        yield from [("ADDED", "exercise-w"), ("MODIFIED", "exercise-w"), ("DELETED", "exercise-w")]
+        pairs = [("ADDED", "exercise-w"), ("MODIFIED", "exercise-w"), ("DELETED", "exercise-w")]
+        return pairs, resource_version
 
     assert ch01.check_1(remembered, api, namespace).state == "wrong"
 
     def from_now(api, path, resource_version, timeout_seconds):  # type: ignore[no-untyped-def]
-        # Watches, but from "now" instead of the version it is given: sees nothing.
-        yield from solutions01.watch_from(api, path, "", timeout_seconds)
+        return solutions01.watch_once(api, path, "", timeout_seconds)
 
     assert ch01.check_1(from_now, api, namespace).state == "wrong"
 

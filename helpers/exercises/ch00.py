@@ -3,6 +3,8 @@
 Exercise 1 asks for a prediction and the check makes the two writes for real;
 exercises 2 and 3 are judged against the paths the Python client itself
 requests (recorded with :class:`RequestLog`), so they cannot drift from it.
+Exercise 2 asks for two paths the chapter never prints (a subresource, and a
+cluster-scoped object of a named group), so none of its printed paths passes.
 None of them needs etcd access. Exercise 1 brings the chapter's namespace back
 first: after "Run All" its last cell has deleted it.
 
@@ -110,21 +112,78 @@ def _path_hint(answer: str, expected: str) -> str:
     )
 
 
-def check_2(answer: str | None, api: kubernetes.client.ApiClient) -> Verdict:
-    """The request path for reading Deployment ``web`` in namespace ``shop``."""
-    if not answer:
-        return not_attempted("2", "set answer_2 to a path such as '/api/v1/...'")
-    if not isinstance(answer, str):
-        return wrong("2", "answer_2 should be a string, such as '/api/v1/...'")
-    expected = _recorded_path(
-        api, lambda: kubernetes.client.AppsV1Api(api).read_namespaced_deployment("web", "shop")
+EXERCISE_2_CALLS: tuple[str, str] = (
+    'AppsV1Api(api).read_namespaced_deployment_scale("web", "shop")',
+    'ApiextensionsV1Api(api).read_custom_resource_definition("foos.samplecontroller.k8s.io")',
+)
+"""Exercise 2: two calls whose paths the chapter never prints, a subresource of a namespaced
+object and a cluster-scoped object of a named group."""
+
+
+def _exercise_2_paths(api: kubernetes.client.ApiClient) -> tuple[str, str]:
+    """The paths the client requests for the two calls of exercise 2."""
+    apps = kubernetes.client.AppsV1Api(api)
+    extensions = kubernetes.client.ApiextensionsV1Api(api)
+    return (
+        _recorded_path(api, lambda: apps.read_namespaced_deployment_scale("web", "shop")),
+        _recorded_path(
+            api,
+            lambda: extensions.read_custom_resource_definition("foos.samplecontroller.k8s.io"),
+        ),
     )
-    if answer.strip().rstrip("/") != expected:
-        return wrong(
-            "2",
-            f"{answer!r} is not the path the client requests. Hint: {_path_hint(answer, expected)}",
+
+
+def _subresource_hint(answer: str, expected: str) -> str:
+    """A hint for (a): the object without its subresource, or a wrong subresource, or the rest."""
+    object_path = expected.rpartition("/")[0]
+    if answer == object_path:
+        return (
+            "that is the Deployment itself; a subresource (like foos/status) is one more "
+            "segment after the object's name"
         )
-    return correct("2", expected)
+    if answer.startswith(object_path + "/"):
+        return "the segment after the object's name is the subresource's name, as the method says"
+    return _path_hint(answer, expected)
+
+
+def _group_hint(answer: str, expected: str) -> str:
+    """A hint for (b): where the path parts wrong, or which group a CRD is in."""
+    if answer.startswith("/apis/") and "/namespaces/" not in answer:
+        return (
+            "CustomResourceDefinitions are in a named group, at its preferred version (the "
+            "chapter's list of API groups printed both), and the resource is the plural, lower "
+            "case, as /apis/<group>/<version> lists it"
+        )
+    return _path_hint(answer, expected)
+
+
+def check_2(answer: tuple[str, str] | None, api: kubernetes.client.ApiClient) -> Verdict:
+    """``(a, b)``: the request paths of the two calls in :data:`EXERCISE_2_CALLS`."""
+    if not answer:
+        return not_attempted(
+            "2", "set answer_2 to a tuple of two paths, such as ('/apis/...', '/apis/...')"
+        )
+    if isinstance(answer, str) or not isinstance(answer, tuple | list) or len(answer) != 2:
+        return wrong("2", "answer_2 should be a tuple of two paths: (the scale, the CRD)")
+    if not all(isinstance(path, str) for path in answer):
+        return wrong("2", "both paths should be strings, such as '/apis/...'")
+    expected = _exercise_2_paths(api)
+    given = [path.strip().rstrip("/") for path in answer]
+    misses = []
+    if given[0] != expected[0]:
+        misses.append(
+            f"(a) is not the path the client requests. Hint: "
+            f"{_subresource_hint(given[0], expected[0])}"
+        )
+    if given[1] != expected[1]:
+        misses.append(
+            f"(b) is not the path the client requests. Hint: {_group_hint(given[1], expected[1])}"
+        )
+    if misses:
+        return wrong("2", "; ".join(misses))
+    return correct(
+        "2", f"{expected[0]} (a subresource) and {expected[1]} (cluster-scoped, no namespace)"
+    )
 
 
 EXERCISE_3_CASES: list[tuple[str, str, bool, bool, str]] = [

@@ -1,27 +1,32 @@
 """Checks for chapter 01's exercises (list and watch by hand).
 
-Each check runs against the real cluster: exercise 1 runs the learner's watch
-generator, exercise 2 makes a resourceVersion expire for real (etcd compaction
-of PodTemplates, which have no watch cache on the course's clusters) and sends
-the two LISTs the learner predicts, and exercise 3 counts the requests of a
-real list+watch loop. Each check brings the chapter's namespace back first
-(after "Run All" its last cell deleted it). On a cluster without etcd access
-exercise 2 cannot make a version expire, and its check says so instead of
-judging.
+Each check runs against the real cluster. Exercise 1 runs the learner's
+one-watch function three times: the changes after a version; a replay from no
+version, ended by a bookmark; and an ERROR event, from a watch of Foos at version
+"1", which their watch cache never had (so it works on any cluster). Exercise
+2 makes a resourceVersion expire for real (etcd compaction of PodTemplates,
+which have no watch cache on the course's clusters) and sends the two LISTs
+the learner predicts, and exercise 3 counts the requests of a real list+watch
+loop. Each check brings the chapter's namespace back first (after "Run All"
+its last cell deleted it). On a cluster without etcd access exercise 2 cannot
+make a version expire, and its check says so instead of judging.
 
-A wrong answer is told why, never what is right: exercise 1 watches a
+A wrong answer is told why, never what is right. Exercise 1 watches a
 ConfigMap whose name and number of changes are new on every run, so a
-generator that yields remembered pairs does not pass; exercise 2 asks about
-LISTs the chapter does not show, so its printed 410 is not the answer.
+function that returns remembered pairs does not pass; and the replay's last
+object is older than its first, so only a function that keeps the version of
+the bookmark that ends the replay passes. Exercise 2 asks about LISTs the
+chapter does not show, so its printed 410 is not the answer.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import kubernetes
@@ -53,58 +58,162 @@ def _changes(api: kubernetes.client.ApiClient, namespace: str) -> list[tuple[str
     return [("ADDED", name), *[("MODIFIED", name)] * changes, ("DELETED", name)]
 
 
-def check_1(
-    watch_from: Callable[..., Iterable[tuple[str, str]]] | None,
-    api: kubernetes.client.ApiClient,
-    namespace: str,
-) -> Verdict:
-    """``watch_from(api, path, resource_version, timeout_seconds)`` yields (type, name)."""
-    if watch_from is None:
-        return not_attempted("1", "set watch_from to your generator function")
-    namespaces.ensure_namespace(api, namespace)
-    core = kubernetes.client.CoreV1Api(api)
-    version = core.list_namespaced_config_map(namespace).metadata.resource_version
-    expected = _changes(api, namespace)  # a new name, and a new number of changes, each run
-    name = expected[0][1]
+def _foos(namespace: str) -> str:
+    return f"/apis/samplecontroller.k8s.io/v1alpha1/namespaces/{namespace}/foos"
 
-    seen: list[Any] = []
+
+def _call(function: Callable[..., Any], *args: Any) -> tuple[Any, BaseException | None, bool]:
+    """Run ``function(*args)`` on a thread of its own: (its result, what it raised, whether it
+    ended within the deadline)."""
+    result: list[Any] = []
     failure: list[BaseException] = []
 
     def run() -> None:
         try:
-            seen.extend(watch_from(api, _configmaps(namespace), version, 2))
+            result.append(function(*args))
         except BaseException as exc:  # reported to the learner, not swallowed
             failure.append(exc)
 
     worker = threading.Thread(target=run, name="exercise-1-watch", daemon=True)
-    started = time.monotonic()
     worker.start()
     worker.join(WATCH_DEADLINE_SECONDS)
     if worker.is_alive():
+        return None, None, False
+    return (result[0] if result else None), (failure[0] if failure else None), True
+
+
+def _too_slow() -> Verdict:
+    return wrong(
+        "1",
+        f"it did not end within {WATCH_DEADLINE_SECONDS:.0f} s of a short watch: did you pass "
+        "timeoutSeconds to the server, and stop when the response has no more lines?",
+    )
+
+
+def _shape(result: Any) -> tuple[list[tuple[Any, ...]], str] | None:
+    """``(changes, version)`` as the exercise asks for it, or None."""
+    if not isinstance(result, tuple | list) or len(result) != 2:
+        return None
+    changes, version = result
+    if not isinstance(version, str) or not isinstance(changes, list | tuple):
+        return None
+    return [tuple(change) for change in changes if isinstance(change, tuple | list)], version
+
+
+def _not_older(version: str, than: str) -> bool:
+    """Whether ``version`` is at least ``than`` (the course's clusters count etcd revisions)."""
+    return version.isdigit() and int(version) >= int(than)
+
+
+def check_1(
+    watch_once: Callable[..., Any] | None, api: kubernetes.client.ApiClient, namespace: str
+) -> Verdict:
+    """``watch_once(api, path, resource_version, timeout_seconds)`` returns ``(changes,
+    version)`` and raises an exception with ``code`` 410 on an ERROR event of a 410.
+
+    Three watches: from a version before a new ConfigMap's changes (every change, in order);
+    from ``""`` (no version), where a replay's last object is not its newest and only the
+    bookmark that ends the replay gives the right version; and of Foos from version ``"1"``,
+    which the Foo watch cache never had (an ERROR event with a 410, on any cluster).
+    """
+    if watch_once is None:
+        return not_attempted("1", "set watch_once to your function")
+    namespaces.ensure_namespace(api, namespace)
+    core = kubernetes.client.CoreV1Api(api)
+    path = _configmaps(namespace)
+
+    # 1. The changes after a version: a new name, and a new number of changes, each run.
+    version = core.list_namespaced_config_map(namespace).metadata.resource_version
+    expected = _changes(api, namespace)
+    name = expected[0][1]
+    result, failure, ended = _call(watch_once, api, path, version, 2)
+    if not ended:
+        return _too_slow()
+    if failure is not None:
         return wrong(
             "1",
-            f"it did not end within {WATCH_DEADLINE_SECONDS:.0f} s of a 2 s watch: did you pass "
-            "timeoutSeconds to the server, and stop when the response has no more lines?",
+            f"it raised {type(failure).__name__}: {failure} on a watch with no ERROR in it (run "
+            "your function by hand on the chapter's PATH to see where)",
         )
-    if failure:
+    shaped = _shape(result)
+    if shaped is None:
         return wrong(
             "1",
-            f"it raised {type(failure[0]).__name__}: {failure[0]} (run your function by hand on "
-            "the chapter's PATH to see where)",
+            "it should return a tuple (changes, version): a list of (type, name) "
+            "pairs and a resourceVersion string",
         )
-    pairs = [tuple(item) for item in seen if isinstance(item, tuple | list) and len(item) == 2]
-    ours = [pair for pair in pairs if pair[1] == name]
+    changes, _ = shaped
+    if any(change and change[0] not in ("ADDED", "MODIFIED", "DELETED") for change in changes):
+        return wrong(
+            "1",
+            "a bookmark (or an ERROR) is not a change: changes should hold only "
+            "ADDED, MODIFIED and DELETED events",
+        )
+    ours = [change for change in changes if len(change) == 2 and change[1] == name]
     if ours != expected:
         return wrong(
             "1",
             f"the check just created, changed and deleted ConfigMap {name}; for it your "
-            f"generator yielded {ours}, which is not what the server sent. Watch from the "
-            "resource_version you are given, and yield one (type, name) pair for every event",
+            f"function returned {ours}, which is not what the server sent. Watch from the "
+            "resource_version you are given, and keep one (type, name) pair for every change",
+        )
+
+    # 2. A replay: the object last in key order is older than the one first in key order.
+    suffix = secrets.token_hex(3)
+    older = core.create_namespaced_config_map(namespace, {"metadata": {"name": f"zz-{suffix}"}})
+    newer = core.create_namespaced_config_map(namespace, {"metadata": {"name": f"aa-{suffix}"}})
+    try:
+        result, failure, ended = _call(watch_once, api, path, "", 3)
+    finally:
+        for made in (older, newer):
+            core.delete_namespaced_config_map(made.metadata.name, namespace)
+    if not ended:
+        return _too_slow()
+    if failure is not None:
+        return wrong("1", f'from no version ("") it raised {type(failure).__name__}: {failure}')
+    shaped = _shape(result)
+    if shaped is None:
+        return wrong("1", 'from no version ("") it did not return a tuple (changes, version)')
+    changes, version = shaped
+    if any(change and change[0] not in ("ADDED", "MODIFIED", "DELETED") for change in changes):
+        return wrong(
+            "1",
+            'from no version ("") a bookmark came too: it is not a change, and '
+            "changes should hold only ADDED, MODIFIED and DELETED events",
+        )
+    if not {("ADDED", older.metadata.name), ("ADDED", newer.metadata.name)} <= set(changes):
+        return wrong(
+            "1",
+            'from no version ("") the server replays every ConfigMap as ADDED; yours left some out',
+        )
+    if not _not_older(version, newer.metadata.resource_version):
+        return wrong(
+            "1",
+            'from no version ("") it returned a version older than an object the watch '
+            "replayed: a watch from there would show that object again. A replay's versions "
+            "are not in order; what marks where it ends (and did you allow bookmarks)?",
+        )
+
+    # 3. An ERROR event: Foos from version 1, which their watch cache never had.
+    result, failure, ended = _call(watch_once, api, _foos(namespace), "1", 2)
+    if not ended:
+        return _too_slow()
+    if failure is None:
+        return wrong(
+            "1",
+            'a watch of Foos from version "1" ended with an ERROR event, and your function '
+            "returned instead of raising WatchFailed(code)",
+        )
+    if getattr(failure, "code", None) != 410:
+        return wrong(
+            "1",
+            f"on the ERROR event it raised {type(failure).__name__}: {failure}; it should raise "
+            "WatchFailed(code), with the code of the event's Status",
         )
     return correct(
         "1",
-        f"{len(expected)} events for {name}, in order; the stream ended after "
-        f"{time.monotonic() - started:.0f} s",
+        f"{len(expected)} changes of {name} in order; the replay's end found by its bookmark; "
+        "and the watch cache's 410 raised",
     )
 
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 # of the stored object, so a label-only PATCH is a write like any other and gets a new one.
 answer_1 = (False, True)
 
-answer_2 = "/apis/apps/v1/namespaces/shop/deployments/web"
+# (a) A subresource is one more segment after the object's path; (b) a CRD is cluster-scoped
+# (no /namespaces/...), in the named group apiextensions.k8s.io at version v1.
+answer_2 = (
+    "/apis/apps/v1/namespaces/shop/deployments/web/scale",
+    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/foos.samplecontroller.k8s.io",
+)
 
 
 def path_for(

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import kubernetes
 
 
-def watch_from(
+class WatchFailed(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(f"the watch ended with an ERROR event, code {code}")
+        self.code = code
+
+
+def watch_once(
     api: kubernetes.client.ApiClient, path: str, resource_version: str, timeout_seconds: int
-) -> Iterator[tuple[str, str]]:
+) -> tuple[list[tuple[str, str]], str]:
     response = api.call_api(
         path,
         "GET",
@@ -18,18 +23,29 @@ def watch_from(
             ("watch", "true"),
             ("resourceVersion", resource_version),
             ("timeoutSeconds", str(timeout_seconds)),
+            ("allowWatchBookmarks", "true"),
         ],
         auth_settings=["BearerToken"],
         _preload_content=False,
         _return_http_data_only=True,
         _request_timeout=(5, timeout_seconds + 5),
     )
+    changes, version = [], resource_version
     try:
         for line in iter(response.readline, b""):
             event = json.loads(line)
-            yield event["type"], event["object"]["metadata"].get("name", "")
+            if event["type"] == "ERROR":  # the object is a Status, with no resourceVersion
+                raise WatchFailed(event["object"].get("code"))
+            # Every event moves the version on, a bookmark's too: after a replay (from "" or
+            # "0") the objects come in key order, and only the bookmark that ends it says
+            # where the replay stands.
+            version = event["object"]["metadata"]["resourceVersion"]
+            if event["type"] != "BOOKMARK":
+                changes.append((event["type"], event["object"]["metadata"]["name"]))
     finally:
+        response.close()
         response.release_conn()
+    return changes, version
 
 
 # (a) Without resourceVersionMatch, a LIST's resourceVersion is a lower bound ("not older
