@@ -35,7 +35,7 @@ How this differs from sample-controller:
 * The queue is named ``"Foos"``, so that it keeps chapter 04's metrics; upstream's
   has had no name since v0.29.
 * Errors are logged with :mod:`logging`; upstream's ``HandleErrorWithContext``
-  also rate limits them (``ErrorHandlers``,
+  also holds back a caller that reports more than one a millisecond (``ErrorHandlers``,
   https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/util/runtime/runtime.go#L152-L158).
 """
 
