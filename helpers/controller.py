@@ -4,49 +4,39 @@
 
 """FooController: sample-controller, in Python, on the course's own machinery.
 
-Counterpart: kubernetes/sample-controller ``controller.go``
-(``Controller``, ``NewController``, ``Run``, ``runWorker``,
-``processNextWorkItem``, ``syncHandler``, ``updateFooStatus``, ``enqueueFoo``,
-``handleObject``, ``newDeployment``) and the wiring half of ``main.go``.
+Counterpart: kubernetes/sample-controller v0.36.3, whose ``Controller``,
+``NewController``, ``Run``, ``runWorker``, ``processNextWorkItem``, ``syncHandler``,
+``updateFooStatus``, ``enqueueFoo``, ``handleObject`` and ``newDeployment`` this
+module keeps in the same order (each docstring links its counterpart), and the
+wiring half of ``main``:
+https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go
+https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go#L40-L82
 
-A Foo asks for a Deployment named ``spec.deploymentName`` with
-``spec.replicas`` replicas; the controller makes it so and reports the
-Deployment's ``availableReplicas`` in the Foo's status. The code reads in the
-order the data flows::
-
-    Foo informer --------> enqueue_foo ----\\
-    Deployment informer -> handle_object ---> workqueue "Foos" (keys "ns/name")
-                                               |
-    run: N worker threads -> run_worker -> process_next_work_item -> sync_handler
-                                                                      |
-                          lister reads, then create/update Deployment, update_foo_status, Event
-
-Three ideas carry the pattern:
-
-* Handlers only enqueue a *key*. Ten changes to one Foo are one sync, and the
-  sync reads the newest state from the cache, never from the event.
-* A change to a Deployment is traced to its Foo through the controller owner
-  reference, so one sync function handles both kinds of change.
-* A failed sync goes back on the queue with per-item exponential backoff; a
-  successful one is forgotten. The controller never gives up on a Foo.
-
-Every API call goes through a :class:`Clients` object, so a unit test can
-record what the controller *did* without an API server (sample-controller's
-tests use fake clientsets for the same reason). :class:`KubeClients` is the
-real one.
+A Foo asks for a Deployment named ``spec.deploymentName`` with ``spec.replicas``
+replicas; the controller makes it so and reports the Deployment's
+``availableReplicas`` in the Foo's status. Handlers only enqueue a *key*; a
+Deployment's change reaches its Foo through the controller owner reference; a
+failed sync comes back with per-item backoff, with no retry limit. Every write
+goes through a :class:`Clients` object, so that a test can record what the
+controller *did*.
 
 How this differs from sample-controller:
 
-* ``run`` joins its worker threads before returning, and a worker stops taking
-  new keys once the stop event is set; upstream's goroutines just end with the
-  process.
-* Events are written synchronously by :class:`helpers.events.EventRecorder`
-  (upstream: an asynchronous broadcaster).
-* Keys are ``"ns/name"`` strings (upstream now uses typed ``ObjectName`` keys).
+* ``run`` joins its worker threads before it returns, and a worker takes no new
+  key once ``stop`` is set; upstream's ``Run`` returns without waiting for them.
+* Events are written synchronously, once, by :class:`helpers.events.EventRecorder`;
+  upstream's broadcaster writes from a goroutine of its own, and tries a write that
+  failed in transit again (``recordToSink``,
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/event.go#L288-L324).
+* Keys are ``"ns/name"`` strings; upstream's are typed ``cache.ObjectName``
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/object-names.go#L24-L27
 * :meth:`FooController.new` can confine both informers to one namespace
-  (upstream always watches all namespaces); tests use that to stay apart.
-* Errors are logged with :mod:`logging`; upstream's ``HandleError`` also rate
-  limits the log.
+  (upstream's ``main`` watches all namespaces); tests use that to stay apart.
+* The queue is named ``"Foos"``, so that it keeps chapter 04's metrics; upstream's
+  has had no name since v0.29.
+* Errors are logged with :mod:`logging`; upstream's ``HandleErrorWithContext``
+  also holds back a caller that reports more than one a millisecond (``ErrorHandlers``,
+  https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/util/runtime/runtime.go#L152-L158).
 """
 
 from __future__ import annotations
@@ -79,7 +69,9 @@ from helpers.workqueue import (
 log = logging.getLogger("helpers.controller")
 
 CONTROLLER_AGENT_NAME = "sample-controller"
-"""Who we are in Events (``source.component``) and in managedFields (the field manager)."""
+"""Who we are in Events (``source.component``) and in managedFields (the field manager), as in
+sample-controller: https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L49-L66
+"""
 FIELD_MANAGER = CONTROLLER_AGENT_NAME
 
 FOO_GROUP, FOO_VERSION, FOO_PLURAL, FOO_KIND = "samplecontroller.k8s.io", "v1alpha1", "foos", "Foo"
@@ -92,7 +84,9 @@ MESSAGE_RESOURCE_EXISTS = 'Resource "{name}" already exists and is not managed b
 MESSAGE_RESOURCE_SYNCED = "Foo synced successfully"
 
 RESYNC_PERIOD = 30.0
-"""Informer resync of sample-controller's main.go: every Foo is re-checked this often."""
+"""Informer resync of sample-controller's main.go: every Foo is re-checked this often.
+https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go#L66-L67
+"""
 
 REQUEST_TIMEOUT = 30.0
 """Seconds an API call may take: a stuck connection must not hold a worker (and ``run``) forever."""
@@ -107,7 +101,8 @@ class CacheSyncError(RuntimeError):
 
 
 class Clients(Protocol):
-    """The writes the controller makes (upstream: two clientsets and an event recorder).
+    """The writes the controller makes (upstream: two clientsets and an event recorder,
+    https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L68-L89).
 
     Objects are raw dicts shaped like the API's JSON; each call returns the
     object the API server sent back.
@@ -124,38 +119,10 @@ class Clients(Protocol):
     ) -> None: ...
 
 
-class SyncObserver(Protocol):
-    """Someone watching the loop work, such as chapter 06's timeline (none, usually).
-
-    Called in the worker's own thread, while it works on ``key``: so calls must
-    be quick, and must not raise. ``requeued`` comes from the queue's rate
-    limiter when a failed key is put back, with the delay it will wait.
-    """
-
-    def sync_started(self, key: str) -> None: ...
-
-    def sync_finished(self, key: str, error: Exception | None) -> None: ...
-
-    def wrote(self, verb: str, name: str, error: Exception | None) -> None: ...
-
-    def requeued(self, key: str, delay: float) -> None: ...
-
-
-def foo_rate_limiter(clock: Clock | None = None) -> MaxOfRateLimiter:
-    """sample-controller's limiter: per Foo 5 ms doubling to 1000 s, all Foos 50 qps (burst 300).
-
-    Not client-go's default (10 qps, burst 100): sample-controller allows more
-    retries per second overall, and keeps the same per-item backoff.
-    """
-    return MaxOfRateLimiter(
-        ItemExponentialFailureRateLimiter(0.005, 1000.0),
-        BucketRateLimiter(qps=50, burst=300, clock=clock),
-    )
-
-
 class FooController:
-    """Keeps, for every Foo, a Deployment that matches it (sample-controller ``Controller``).
-    Give it two informers not yet started, and the clients; :meth:`new` builds it all."""
+    """Keeps, for every Foo, a Deployment that matches it; give it two informers not yet
+    started, and the clients (:meth:`new` builds it all). sample-controller's ``Controller``
+    and ``NewController``: https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L68-L156"""
 
     observer: SyncObserver | None = None  # told about every sync (:meth:`observe`); usually none
 
@@ -192,36 +159,6 @@ class FooController:
             name="foo-controller",
         )
 
-    @classmethod
-    def new(
-        cls,
-        api: kubernetes.client.ApiClient,
-        *,
-        namespace: str | None = None,
-        resync_period: float = RESYNC_PERIOD,
-        workqueue: RateLimitingQueue[str] | None = None,
-    ) -> FooController:
-        """A controller for the Foos (and Deployments) of ``namespace``, or of all namespaces.
-
-        The wiring of sample-controller's ``main.go``: one informer per kind,
-        the real clients, and an Event recorder named ``sample-controller``.
-        ``workqueue`` replaces the default queue (chapter 06 tries other rate limiters).
-        """
-        where = f"/namespaces/{namespace}" if namespace else ""
-        foo_path = f"/apis/{FOO_GROUP}/{FOO_VERSION}{where}/{FOO_PLURAL}"
-        foos = SharedInformer(ListWatch(api, foo_path), name="foos", resync_period=resync_period)
-        deployments = SharedInformer(
-            ListWatch(api, f"/apis/apps/v1{where}/deployments"),
-            name="deployments",
-            resync_period=resync_period,
-        )
-        return cls(KubeClients(api), foos, deployments, workqueue=workqueue)
-
-    @property
-    def informers(self) -> tuple[SharedInformer, SharedInformer]:
-        """Both informers, for whoever starts and stops them (``run_controller``)."""
-        return self.foo_informer, self.deployment_informer
-
     # --- running ----------------------------------------------------------------------------
 
     def run(self, workers: int, stop: StopEvent) -> None:
@@ -229,6 +166,7 @@ class FooController:
 
         sample-controller ``Run``; the informers must have been started. Raises
         :class:`CacheSyncError` if ``stop`` comes before the caches have synced.
+        https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L162-L188
         """
         try:
             log.info("Starting Foo controller")
@@ -253,7 +191,9 @@ class FooController:
                 thread.join()
 
     def run_worker(self, stop: StopEvent) -> None:
-        """Sync keys until the queue shuts down or ``stop`` is set (``runWorker``)."""
+        """Sync keys until the queue shuts down or ``stop`` is set (``runWorker``).
+        https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L193-L196
+        """
         while not stop.is_set() and self.process_next_work_item():
             pass
 
@@ -262,6 +202,7 @@ class FooController:
 
         sample-controller ``processNextWorkItem``: ``done`` always, ``forget`` on
         success, and on failure the key comes back after a growing delay.
+        https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L200-L236
         """
         key, shutdown = self.workqueue.get()
         if shutdown or key is None:
@@ -302,7 +243,8 @@ class FooController:
 
     def sync_handler(self, key: str) -> None:
         """Make Foo ``key``'s Deployment match it, then report its status (``syncHandler``).
-        Raising means "retry later"; returning, "done until something changes"."""
+        Raising means "retry later"; returning, "done until something changes".
+        https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L241-L312"""
         try:
             namespace, name = split_meta_namespace_key(key)
             foo = self.foos_lister.namespace(namespace).get(name)
@@ -318,7 +260,6 @@ class FooController:
         if not deployment_name:
             log.error("Deployment name missing from object reference: %s", key)
             return
-
         try:
             deployment = self.deployments_lister.namespace(namespace).get(deployment_name)
         except NotFoundError:
@@ -341,6 +282,7 @@ class FooController:
 
     def update_foo_status(self, foo: Mapping[str, Any], deployment: Mapping[str, Any]) -> None:
         """Write the Deployment's ``availableReplicas`` into the Foo's status (``updateFooStatus``).
+        https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L314-L326
 
         The cached Foo is every reader's (chapter 03b): change a deep copy.
         """
@@ -352,7 +294,8 @@ class FooController:
     # --- from informer events to keys --------------------------------------------------------
 
     def enqueue_foo(self, foo: Any) -> None:
-        """Put the Foo's ``"ns/name"`` key on the queue (sample-controller ``enqueueFoo``)."""
+        """Put the Foo's ``"ns/name"`` key on the queue (sample-controller ``enqueueFoo``).
+        https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L331-L338"""
         try:
             key = meta_namespace_key(foo)
         except ValueError as err:
@@ -367,7 +310,8 @@ class FooController:
         self.handle_object(new)
 
     def handle_object(self, obj: Any) -> None:
-        """Enqueue the Foo that controls ``obj``, if any (sample-controller ``handleObject``)."""
+        """Enqueue the Foo that controls ``obj``, if any (sample-controller ``handleObject``).
+        https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L345-L383"""
         if isinstance(obj, DeletedFinalStateUnknown):
             log.debug("Recovered deleted object %s", obj.key)
             obj = obj.obj
@@ -384,6 +328,68 @@ class FooController:
             log.debug("Ignore orphaned object %s/%s", namespace, obj["metadata"].get("name"))
             return
         self.enqueue_foo(foo)
+
+    @classmethod
+    def new(
+        cls,
+        api: kubernetes.client.ApiClient,
+        *,
+        namespace: str | None = None,
+        resync_period: float = RESYNC_PERIOD,
+        workqueue: RateLimitingQueue[str] | None = None,
+    ) -> FooController:
+        """A controller for the Foos (and Deployments) of ``namespace``, or of all namespaces.
+
+        The wiring of sample-controller's ``main``: one informer per kind, the real
+        clients, and an Event recorder named ``sample-controller``.
+        https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go#L40-L82
+        ``workqueue`` replaces the default queue (chapter 06 tries other rate limiters).
+        """
+        where = f"/namespaces/{namespace}" if namespace else ""
+        foo_path = f"/apis/{FOO_GROUP}/{FOO_VERSION}{where}/{FOO_PLURAL}"
+        foos = SharedInformer(ListWatch(api, foo_path), name="foos", resync_period=resync_period)
+        deployments = SharedInformer(
+            ListWatch(api, f"/apis/apps/v1{where}/deployments"),
+            name="deployments",
+            resync_period=resync_period,
+        )
+        return cls(KubeClients(api), foos, deployments, workqueue=workqueue)
+
+    @property
+    def informers(self) -> tuple[SharedInformer, SharedInformer]:
+        """Both informers, for whoever starts and stops them (``run_controller``)."""
+        return self.foo_informer, self.deployment_informer
+
+
+def foo_rate_limiter(clock: Clock | None = None) -> MaxOfRateLimiter:
+    """sample-controller's limiter: per Foo 5 ms doubling to 1000 s, all Foos 50 qps (burst 300).
+
+    https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L110-L113
+    Not client-go's default (10 qps, burst 100,
+    https://github.com/kubernetes/client-go/blob/v0.36.3/util/workqueue/default_rate_limiters.go#L50-L56):
+    sample-controller allows more retries per second overall, and keeps the same per-item backoff.
+    """
+    return MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(0.005, 1000.0),
+        BucketRateLimiter(qps=50, burst=300, clock=clock),
+    )
+
+
+class SyncObserver(Protocol):
+    """Someone watching the loop work, such as chapter 06's timeline (none, usually).
+
+    Called in the worker's own thread, while it works on ``key``: so calls must
+    be quick, and must not raise. ``requeued`` comes from the queue's rate
+    limiter when a failed key is put back, with the delay it will wait.
+    """
+
+    def sync_started(self, key: str) -> None: ...
+
+    def sync_finished(self, key: str, error: Exception | None) -> None: ...
+
+    def wrote(self, verb: str, name: str, error: Exception | None) -> None: ...
+
+    def requeued(self, key: str, delay: float) -> None: ...
 
 
 class _ObservedClients:
@@ -444,26 +450,16 @@ class _ObservedLimiter:
         return self.inner.num_requeues(item)
 
 
-def foo_body(name: str, deployment_name: str | None, replicas: int | None = 1) -> dict[str, Any]:
-    """The body of a Foo to create (None leaves a field out): the chapter, its exercises and
-    the tests all make their Foos with it."""
-    spec = {"deploymentName": deployment_name, "replicas": replicas}
-    return {
-        "apiVersion": f"{FOO_GROUP}/{FOO_VERSION}",
-        "kind": FOO_KIND,
-        "metadata": {"name": name},
-        "spec": {field: value for field, value in spec.items() if value is not None},
-    }
-
-
 # sample-controller leaves the pull policy alone, and for a ":latest" image that means Always:
 # each Pod start asks the registry. We take the node's copy when it has one, so a kind cluster
-# loaded beforehand (`make up` does) runs the course offline.
+# loaded beforehand (`make up` does) runs the course offline. sample-controller's newDeployment:
+# https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L388-L421
 IF_NOT_PRESENT = {"imagePullPolicy": "IfNotPresent"}
 
 
 def new_deployment(foo: Mapping[str, Any]) -> dict[str, Any]:
     """The Deployment a Foo asks for (sample-controller ``newDeployment``).
+    https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L388-L421
 
     Built from scratch each time: an update (made only when the replicas
     differ) sends all of it, so other drift goes back too, as a side effect.
@@ -502,8 +498,21 @@ def new_deployment(foo: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def foo_body(name: str, deployment_name: str | None, replicas: int | None = 1) -> dict[str, Any]:
+    """The body of a Foo to create (None leaves a field out): the chapter, its exercises and
+    the tests all make their Foos with it."""
+    spec = {"deploymentName": deployment_name, "replicas": replicas}
+    return {
+        "apiVersion": f"{FOO_GROUP}/{FOO_VERSION}",
+        "kind": FOO_KIND,
+        "metadata": {"name": name},
+        "spec": {field: value for field, value in spec.items() if value is not None},
+    }
+
+
 def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The owner reference with ``controller: true``, if any (apimachinery ``GetControllerOf``)."""
+    """The owner reference with ``controller: true``, if any (apimachinery ``GetControllerOf``).
+    https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/apis/meta/v1/controller_ref.go#L34-L45"""
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("controller") is True:
             return ref
@@ -512,7 +521,8 @@ def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
     """True if ``owner`` is ``obj``'s controller (apimachinery ``IsControlledBy``), by UID: a Foo
-    deleted and re-created under the same name is another owner."""
+    deleted and re-created under the same name is another owner.
+    https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/apis/meta/v1/controller_ref.go#L25-L31"""
     ref = controller_of(obj)
     return ref is not None and ref.get("uid") == (owner.get("metadata") or {}).get("uid")
 
@@ -549,7 +559,8 @@ class KubeClients:
         )
 
     def update_deployment(self, namespace: str, deployment: dict[str, Any]) -> dict[str, Any]:
-        # No resourceVersion in a fresh new_deployment(): an unconditional update, as upstream.
+        # No resourceVersion in a fresh new_deployment(): an unconditional update, as upstream's
+        # syncHandler makes: https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L288-L294
         name = deployment["metadata"]["name"]
         return _json(
             self._apps.replace_namespaced_deployment(
@@ -594,7 +605,8 @@ def _json(response: Any) -> dict[str, Any]:
 def run_controller(controller: FooController, workers: int, stop: StopEvent) -> None:
     """Start the informers, run the controller until ``stop``, stop the informers and join them.
 
-    The tail of sample-controller's ``main.go`` (which runs 2 workers).
+    The tail of sample-controller's ``main`` (which runs 2 workers):
+    https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go#L69-L82
     """
     for informer in controller.informers:
         informer.start()

@@ -4,33 +4,36 @@
 
 """Events: telling people what a controller did to their object, in ``kubectl describe``.
 
-client-go counterpart: ``tools/record`` (``EventRecorder``, ``EventBroadcaster``,
-``EventCorrelator``) writing ``core/v1`` Events through ``EventSinkImpl``.
+client-go counterpart: ``tools/record``, the ``core/v1`` recorder sample-controller uses:
+``EventRecorder`` https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/event.go#L93-L112
+``EventBroadcaster`` https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/event.go#L130-L156
+``EventCorrelator`` https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/events_cache.go#L401-L408
+writing through ``EventSinkImpl``
+https://github.com/kubernetes/client-go/blob/v0.36.3/kubernetes/typed/core/v1/event_expansion.go#L212-L214
 
-An Event is an ordinary API object in the object's namespace whose
-``involvedObject`` points at the object it is about. ``kubectl describe foo x``
-lists the Events that point at ``x``; that is how a user learns "your Foo could
-not be synced because ..." without reading the controller's logs.
-
-Like client-go's legacy recorder we write old-style Events (no ``eventTime``,
-``firstTimestamp``/``lastTimestamp`` and ``count`` instead), named
-``<object name>.<hex nanoseconds>``, with ``source.component`` and
-``reportingComponent`` set to the controller's name.
-
-A controller reports the same thing again and again ("Foo synced successfully"
-on every sync). client-go's correlator turns repeats into one Event whose
-``count`` grows, instead of thousands of Events; we do the same with a small
-cache of the Events we wrote.
+An Event is an API object in the object's namespace whose ``involvedObject``
+points at the object it is about; ``kubectl describe foo x`` lists those about
+``x``. Like client-go's recorder we write old-style Events (``count`` and
+``firstTimestamp``/``lastTimestamp``, no ``eventTime``) named
+``<object name>.<hex nanoseconds>`` (``makeEvent``,
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/event.go#L487-L507),
+and, like its correlator, turn repeats into one Event whose ``count`` grows.
 
 How this differs from client-go:
 
-* Synchronous: ``event()`` makes the API call in the caller's thread.
-  client-go queues Events to a broadcaster goroutine, so a slow API server never
-  slows a sync. Ours keeps a sync waiting for one small write, and keeps the
-  code short.
-* Best effort, like client-go: a failed write (an error answer, a refused
-  connection, a timeout) is logged, never raised; an Event is a message to a
-  human, not part of the controller's state.
+* Synchronous: ``event()`` makes the API call in the caller's thread, where
+  client-go queues Events to a broadcaster goroutine (chapter 08a's
+  ``EventSender`` adds that queue and thread).
+* One attempt: a failed write (an error answer, a refused connection, a timeout)
+  is logged, never raised; an Event is a message to a human, not part of the
+  controller's state. client-go does not raise either, but it tries a write that
+  failed in transit up to ``maxTriesPerEvent`` = 12 times, the first wait random
+  up to 10 s and then 10 s each, and drops at once only an error answer from the
+  API server (a ``StatusError``) or a request it could not build
+  (``recordToSink`` and ``recordEvent``):
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/event.go#L288-L324
+  https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/event.go#L330-L370
+  A sync cannot wait 10 s, so here an Event whose write fails in transit is lost.
 * No spam filter (client-go's token bucket per object) and no aggregation of
   *similar* Events (same reason, different messages) into one.
 """
@@ -56,7 +59,9 @@ NORMAL = "Normal"
 WARNING = "Warning"
 
 CACHE_SIZE = 4096
-"""How many distinct Events we remember for counting repeats (client-go ``maxLruCacheEntries``)."""
+"""How many distinct Events we remember for counting repeats (client-go ``maxLruCacheEntries``):
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/events_cache.go#L35-L49
+"""
 
 REQUEST_TIMEOUT = 10.0
 """Seconds an Event write may take; it is only a message, so we do not wait long."""
@@ -80,6 +85,8 @@ class EventRecorder:
     client-go ``record.EventRecorder`` (``Event(object, eventtype, reason,
     message)``) together with the part of ``EventCorrelator`` that counts
     repeats. Safe to call from several worker threads.
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/event.go#L93-L112
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/events_cache.go#L401-L408
     """
 
     def __init__(
@@ -122,7 +129,9 @@ class EventRecorder:
                 else:
                     written = self._create(reference, event_type, reason, message)
             except (ApiException, urllib3.exceptions.HTTPError, OSError) as err:
-                # An Event is a note to a human: losing one must not fail the sync.
+                # An Event is a note to a human: losing one must not fail the sync. client-go
+                # would try a write that failed in transit again, 10 s later, from a goroutine of
+                # its own (module docstring); a sync cannot wait that long, so it is lost.
                 # (urllib3's timeouts and broken connections are HTTPErrors, not OSErrors.)
                 log.warning("could not write Event %s about %s: %s", reason, reference["name"], err)
                 return
@@ -135,7 +144,9 @@ class EventRecorder:
     def _identity(
         self, reference: dict[str, Any], event_type: str, reason: str, message: str
     ) -> tuple[str, ...]:
-        """What makes two Events "the same" (client-go ``getEventKey``); resourceVersion is not."""
+        """What makes two Events "the same" (client-go ``getEventKey``); resourceVersion is not.
+        https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/events_cache.go#L52-L67
+        """
         return (
             self.component,
             reference["kind"],
@@ -152,7 +163,8 @@ class EventRecorder:
         self, reference: dict[str, Any], event_type: str, reason: str, message: str
     ) -> _Written:
         stamp = self._timestamp()
-        # Unique enough: nanoseconds since the epoch, as client-go names them.
+        # Unique enough: nanoseconds since the epoch, as client-go names them (GenerateEventName):
+        # https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/util/util.go#L50-L57
         name = f"{reference['name']}.{time.time_ns():x}"
         namespace = reference["namespace"] or "default"
         body = {
@@ -180,8 +192,11 @@ class EventRecorder:
     def _count_repeat(self, before: _Written) -> bool:
         """Bump ``count`` on the Event we wrote before; False if it is gone.
 
-        The API server deletes Events after an hour (``--event-ttl``); a repeat
-        after that gets a fresh Event.
+        The API server deletes Events after an hour (``--event-ttl``,
+        https://github.com/kubernetes/kubernetes/blob/v1.36.3/pkg/controlplane/apiserver/options/options.go#L112-L141);
+        a repeat after that gets a fresh Event, as client-go's ``recordEvent`` creates
+        one when the patch finds none:
+        https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/event.go#L330-L370
         """
         patch = {"count": before.count + 1, "lastTimestamp": self._timestamp()}
         try:
@@ -215,7 +230,9 @@ def _discard(response: Any) -> None:
 
 
 def object_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``involvedObject`` for ``obj`` (client-go ``reference.GetReference``)."""
+    """The ``involvedObject`` for ``obj`` (client-go ``reference.GetReference``).
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/reference/ref.go#L38-L102
+    """
     metadata = obj.get("metadata") or {}
     return {
         "apiVersion": obj.get("apiVersion", ""),

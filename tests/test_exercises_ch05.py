@@ -52,17 +52,45 @@ def test_exercise_2_labels() -> None:
     assert ch05.check_2(solutions.labelled_deployment).correct
 
 
+def test_exercise_3_a_wrong_shape_is_judged_without_the_cluster() -> None:
+    """Answers that are not three counts: the old exercise's letter, a table whose values equal
+    anything, a dict that says it equals anything. None of them reaches the cluster."""
+
+    class Anything:
+        def __eq__(self, other: object) -> bool:
+            return True
+
+    class AgreesWithEverything(dict):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+    unused: Any = None  # the cluster is never asked
+    assert ch05.check_3(None, unused, "unused").state == "not attempted yet"
+    for cheat in [
+        "c",
+        {"a": Anything(), "b": Anything(), "available": Anything()},
+        AgreesWithEverything(a=2, b=3, available=3),
+        {"a": 2, "b": 3},
+        {"a": True, "b": 3, "available": 3},
+    ]:
+        verdict = ch05.check_3(cheat, unused, "unused")
+        assert verdict.state == "wrong" and "dict" in verdict.detail, (cheat, verdict)
+
+
 @pytest.mark.cluster
-def test_exercise_3_two_foos_one_deployment(
-    api: kubernetes.client.ApiClient, namespace: str
-) -> None:
-    assert ch05.check_3(None, api, namespace).state == "not attempted yet"
-    assert ch05.check_3("e", api, namespace).state == "wrong"
-    verdict = ch05.check_3("a", api, namespace)
-    assert verdict.state == "wrong" and "is_controlled_by" in verdict.detail
+def test_exercise_3_renamed_deployment(api: kubernetes.client.ApiClient, namespace: str) -> None:
+    """What the chapter printed (one Deployment that follows its Foo, as example-foo's did) and
+    another plausible answer are wrong, with the same sentence, which gives neither count away;
+    the solution is right, on the cluster."""
+    printed = {"a": None, "b": 3, "available": 3}
+    both_follow = {"a": 3, "b": 3, "available": 6}
+    verdicts = [ch05.check_3(answer, api, namespace) for answer in (printed, both_follow)]
+    assert [verdict.state for verdict in verdicts] == ["wrong", "wrong"], verdicts
+    assert len({verdict.detail for verdict in verdicts}) == 1
+    assert not any(char.isdigit() for char in verdicts[0].detail), verdicts[0].detail
     verdict = ch05.check_3(solutions.answer_3, api, namespace)
-    assert verdict.correct
-    assert "ErrResourceExists" in verdict.detail and '"shared"' in verdict.detail
+    assert verdict.correct, verdict
+    assert "keeps its 2 replicas" in verdict.detail
 
 
 def test_exercise_4_dry_mistakes() -> None:

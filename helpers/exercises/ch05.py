@@ -4,8 +4,8 @@ Exercise 1 asks for a prediction (the Deployment deleted while the controller is
 down: what happens when it starts?) and runs the case on the cluster, with the
 resync switched off. Exercise 2 is a pure function, checked on made-up
 objects: a Deployment that carries its Foo's labels. Exercise 3 runs the
-chapter's controller on the cluster and makes two Foos ask for one Deployment.
-Exercise 4 takes the learner's ``reconcile(foo, deployment, clients)``, the
+chapter's controller on the cluster, changes the Deployment a Foo names, then
+scales the Foo. Exercise 4 takes the learner's ``reconcile(foo, deployment, clients)``, the
 decision at the heart of ``sync_handler``: first on cached objects with clients
 that only record, then in a running controller on real Foos. The checks that
 use the cluster bring the chapter's namespace back first (after "Run All" its
@@ -219,34 +219,78 @@ def check_2(labelled_deployment: Callable[[Mapping[str, Any]], dict[str, Any]] |
     return correct("2", "labels on the Deployment only; selector and Pod template untouched")
 
 
-# --- exercise 3: two Foos, one Deployment --------------------------------------------------------
+# --- exercise 3: a Foo that changes its deploymentName -------------------------------------
 
-ANSWER_3 = "c"
+RENAMED, OLD_NAME, NEW_NAME = "renamed", "a", "b"
+KEYS_3 = ("a", "b", "available")
+WHAT_HAPPENED_3 = {"a": 2, "b": 3, "available": 3}
+"""What sample-controller's logic does (syncHandler looks up, writes and reports only the
+Deployment the Foo names now); the check also makes sure the cluster did just that."""
+
+HINT_3 = (
+    "that is not what the cluster showed. Follow one sync after each change: which Deployment "
+    "does sync_handler look up, which one does it write, and from which one does "
+    "update_foo_status copy? Then ask what happens to a Deployment that no sync looks up any more"
+)
 
 
-def _run_two_foos(api: kubernetes.client.ApiClient, namespace: str) -> dict[str, Any]:
-    """Run the controller; Foo first makes Deployment shared, then Foo second asks for it too.
+def _replicas(deployments: dict[str, Any], name: str) -> int | None:
+    deployment = deployments.get(name)
+    return None if deployment is None else (deployment.get("spec") or {}).get("replicas")
 
-    Leaves the namespace as it found it: both Foos deleted, and the Deployment
-    garbage collected, so that the check can run again.
+
+def _run_rename(api: kubernetes.client.ApiClient, namespace: str) -> dict[str, int | None]:
+    """Run the controller: Foo renamed asks for Deployment a (2 replicas), then for b, then for
+    3 replicas. What exists afterwards: {"a": replicas or None, "b": ..., "available": ...}.
+
+    Leaves the namespace as it found it: the Foo deleted, and both Deployments garbage
+    collected, so that the check can run again.
     """
     custom = kubernetes.client.CustomObjectsApi(api)
     apps = kubernetes.client.AppsV1Api(api)
-    core = kubernetes.client.CoreV1Api(api)
 
-    def create(name: str, replicas: int) -> dict[str, Any]:
-        body = foo_body(name, "shared", replicas)
-        return custom.create_namespaced_custom_object(
-            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, body
+    def patch(spec: dict[str, Any]) -> None:
+        custom.patch_namespaced_custom_object(
+            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, RENAMED, {"spec": spec}
         )
 
-    def owned_by(uid: str) -> Callable[[dict[str, Any]], bool]:
+    def deployments_where(condition: Callable[[dict[str, Any]], bool], what: str) -> None:
+        wait_for(
+            apps.list_namespaced_deployment,
+            condition,
+            what=what,
+            timeout=TIMEOUT,
+            namespace=namespace,
+        )
+
+    def available(name: str, replicas: int) -> Callable[[dict[str, Any]], bool]:
         def condition(deployments: dict[str, Any]) -> bool:
-            owner = controller_of(deployments["shared"]) if "shared" in deployments else None
-            return owner is not None and owner.get("uid") == uid
+            deployment = deployments.get(name) or {}
+            spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
+            return spec.get("replicas") == replicas == status.get("availableReplicas")
 
         return condition
 
+    def foo_reports(replicas: int) -> Callable[[dict[str, Any]], bool]:
+        def condition(foos: dict[str, Any]) -> bool:
+            status = (foos.get(RENAMED) or {}).get("status") or {}
+            return status.get("availableReplicas") == replicas
+
+        return condition
+
+    def foo_where(condition: Callable[[dict[str, Any]], bool], what: str) -> None:
+        wait_for(
+            custom.list_namespaced_custom_object,
+            condition,
+            what=what,
+            timeout=TIMEOUT,
+            group=FOO_GROUP,
+            version=FOO_VERSION,
+            namespace=namespace,
+            plural=FOO_PLURAL,
+        )
+
+    _delete_foos(custom, apps, namespace, [RENAMED], [OLD_NAME, NEW_NAME])
     controller = FooController.new(api, namespace=namespace)
     stop = StopEvent()
     runner = threading.Thread(
@@ -254,79 +298,74 @@ def _run_two_foos(api: kubernetes.client.ApiClient, namespace: str) -> dict[str,
     )
     runner.start()
     try:
-        first = create("exercise-3-first", 1)
-        shared = wait_for(
-            apps.list_namespaced_deployment,
-            owned_by(first["metadata"]["uid"]),
-            what="the controller to create Deployment shared for Foo exercise-3-first",
-            timeout=TIMEOUT,
-            namespace=namespace,
-        )["shared"]
-        second = create("exercise-3-second", 2)
-        events = wait_for(
-            core.list_namespaced_event,
-            lambda events: any(e["reason"] == ERR_RESOURCE_EXISTS for e in events.values()),
-            what="an Event about Foo exercise-3-second",
-            timeout=TIMEOUT,
-            namespace=namespace,
-            field_selector=f"involvedObject.uid={second['metadata']['uid']}",
+        custom.create_namespaced_custom_object(
+            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, foo_body(RENAMED, OLD_NAME, 2)
         )
-        # Read it again: by the time of the Warning, the sync of second has done all it will.
-        shared = wait_for(
+        deployments_where(available(OLD_NAME, 2), f"Deployment {OLD_NAME}: 2 replicas available")
+        foo_where(foo_reports(2), f"Foo {RENAMED} to report 2 available replicas")
+        patch({"deploymentName": NEW_NAME})
+        deployments_where(available(NEW_NAME, 2), f"Deployment {NEW_NAME}: 2 replicas available")
+        patch({"replicas": 3})
+        deployments_where(available(NEW_NAME, 3), f"Deployment {NEW_NAME}: 3 replicas available")
+        foo_where(foo_reports(3), f"Foo {RENAMED} to report 3 available replicas")
+        deployments = wait_for(
             apps.list_namespaced_deployment,
-            lambda deployments: "shared" in deployments,
-            what="Deployment shared",
+            lambda found: True,
+            what="the Deployments",
             timeout=TIMEOUT,
             namespace=namespace,
-        )["shared"]
+        )
+        foo = custom.get_namespaced_custom_object(
+            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, RENAMED
+        )
     finally:
         stop.set()
         runner.join(TIMEOUT)
-        for name in ("exercise-3-first", "exercise-3-second"):
-            try:
-                custom.delete_namespaced_custom_object(
-                    FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, name
-                )
-            except kubernetes.client.exceptions.ApiException as exc:
-                if exc.status != 404:
-                    raise
+        _delete_foos(custom, apps, namespace, [RENAMED], [])
     wait_for(
         apps.list_namespaced_deployment,
-        lambda deployments: "shared" not in deployments,
-        what="the garbage collector to delete Deployment shared",
+        lambda found: not {OLD_NAME, NEW_NAME} & set(found),
+        what=f"the garbage collector to delete Deployments {OLD_NAME} and {NEW_NAME}",
         timeout=TIMEOUT,
         namespace=namespace,
     )
-    owner = controller_of(shared) or {}
     return {
-        "event": next(e for e in events.values() if e["reason"] == ERR_RESOURCE_EXISTS),
-        "owner_uid": owner.get("uid"),
-        "first_uid": first["metadata"]["uid"],
-        "replicas": shared["spec"]["replicas"],
+        "a": _replicas(deployments, OLD_NAME),
+        "b": _replicas(deployments, NEW_NAME),
+        "available": (foo.get("status") or {}).get("availableReplicas"),
     }
 
 
-def check_3(answer: str | None, api: kubernetes.client.ApiClient, namespace: str) -> Verdict:
-    """What happens to a Foo whose Deployment is another Foo's: checked on the cluster."""
-    if (unanswered := _not_a_choice("3", answer)) is not None:
-        return unanswered
+def _shape_3(answer: Any) -> str | None:
+    """Why ``answer`` is not a dict of the three counts, or None if it is one."""
+    shape = 'a dict {"a": ..., "b": ..., "available": ...} of whole numbers (None for a gone one)'
+    if type(answer) is not dict or set(answer) != set(KEYS_3):
+        return f"answer with {shape}"
+    for key in KEYS_3:
+        value = answer[key]
+        if value is not None and type(value) is not int:
+            return f"{key!r} is {value!r}: answer with {shape}"
+    return None
+
+
+def check_3(answer: Any, api: kubernetes.client.ApiClient, namespace: str) -> Verdict:
+    """A Foo whose deploymentName changes, then its replicas: checked on the cluster."""
+    if answer is None:
+        return not_attempted("3", 'set answer_3 to a dict {"a": ..., "b": ..., "available": ...}')
+    if (problem := _shape_3(answer)) is not None:
+        return wrong("3", problem)
     namespaces.ensure_namespace(api, namespace)
-    seen = _run_two_foos(api, namespace)
-    happened = (
-        seen["event"]["type"] == "Warning"
-        and seen["owner_uid"] == seen["first_uid"]
-        and seen["replicas"] == 1
-    )
-    if not happened:
+    seen = _run_rename(api, namespace)
+    if seen != WHAT_HAPPENED_3:
         return wrong("3", f"the cluster did something unexpected (check the controller): {seen}")
-    if answer != ANSWER_3:
-        return wrong(
-            "3",
-            "that is not what the controller did; read sync_handler's is_controlled_by check "
-            "(and what it compares)",
-        )
-    event = seen["event"]
-    return correct("3", f"{event['type']} {event['reason']}: {event['message']}")
+    if any(answer[key] != seen[key] for key in KEYS_3):
+        return wrong("3", HINT_3)
+    return correct(
+        "3",
+        f"Deployment {OLD_NAME} keeps its {seen['a']} replicas: sync_handler only ever reads "
+        f"and writes the Deployment the Foo names now, and {OLD_NAME} goes only when its owner "
+        f"does. {NEW_NAME} follows the Foo, and the status reports {NEW_NAME} alone",
+    )
 
 
 # --- exercise 4: the heart of a sync, yours ------------------------------------------------------

@@ -34,9 +34,11 @@ def labelled_deployment(foo: Mapping[str, Any]) -> dict[str, Any]:
     return deployment
 
 
-# sync_handler checks is_controlled_by, by UID: Foo second is not shared's controller, so it
-# gets a Warning Event and its key is retried with backoff. The Deployment is never touched.
-answer_3 = "c"
+# sync_handler looks up, writes and reports only the Deployment the Foo names now. After the
+# rename it creates b (2 replicas); a is never read again, so nothing scales or deletes it: it
+# keeps 2 replicas and goes only when its owner, the Foo, is deleted. The scale to 3 reaches b
+# alone, and the status is copied from b alone.
+answer_3 = {"a": 2, "b": 3, "available": 3}
 
 
 def reconcile(
