@@ -80,9 +80,10 @@ class Chapter:
 
     @cached_property
     def deep_dives(self) -> dict[str, int]:
-        """Each deep dive's title (after "Deep dive: ") and its minutes, in order."""
+        """Each deep dive's title (after "Deep dive: ", as its heading reads on the page, without
+        the backticks of inline code) and its minutes, in order."""
         return {
-            dive.title: round(dive.minutes)
+            dive.title.replace("`", ""): round(dive.minutes)  # as the page's heading reads
             for dive in study_time.deep_dive_sections(self.notebook["cells"])
         }
 

@@ -687,6 +687,11 @@ def test_a_chapter_in_chromium(browser: Any, served: str, chapter: Path, width: 
             assert drawer is None or drawer["x"] + drawer["width"] <= 0, "the menu covers the page"
             assert page.locator("label.nav-overlay-icon").first.is_visible()
 
+        # A collapsed cell inside a deep dive is seen only once the deep dive is open (a test
+        # below opens and closes deep dives): open them all, to see every folded cell.
+        page.evaluate(
+            "document.querySelectorAll('details.cfs-deep-dive').forEach(d => d.open = true)"
+        )
         for folded, what in (("details.hide.above-input", "collapsed cell"),
                              ("details.cfs-solution", "solution")):  # fmt: skip
             blocks = page.locator(folded)
@@ -696,7 +701,7 @@ def test_a_chapter_in_chromium(browser: Any, served: str, chapter: Path, width: 
                 assert block.get_attribute("open") is None, f"{what} {index} is open"
                 assert not block.locator("pre").first.is_visible(), f"{what} {index} shows code"
             first = blocks.first
-            first.locator("summary").click()
+            first.locator(":scope > summary").click()
             assert first.locator("pre").first.is_visible(), f"a {what} does not open"
 
         shots = os.environ.get("CFS_BOOK_SCREENSHOTS")
@@ -734,7 +739,7 @@ def test_deep_dives_are_folded_in_chromium(browser: Any, served: str, chapter: P
             assert dive.get_attribute("open") is None, f"deep dive {index} is open"
             assert not dive.locator("section p").first.is_visible(), f"deep dive {index} shows"
         first = dives.first
-        first.locator("summary").click()
+        first.locator(":scope > summary").click()
         assert first.locator("section p").first.is_visible(), "a deep dive does not open"
         anchor = dives.last.locator("section").first.get_attribute("id")
         page.goto(f"{served}/notebooks/{chapter.stem}.html#{anchor}", wait_until="load")
