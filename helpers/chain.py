@@ -425,7 +425,7 @@ class ChainRecorder:
         }
         self._lock = threading.Lock()  # guards _observations
         self._observations: list[Observation] = []
-        self._arrived = threading.Condition()  # notified after every observation
+        self._arrived = threading.Event()  # set after every observation (see wait_for)
         self._attributed: dict[int, list[Change]] = {}  # see changes()
         self._started_at = time.monotonic()
         for kind in self.kinds:
@@ -438,8 +438,7 @@ class ChainRecorder:
         observation = Observation(self.now(), kind, verb, old, new, resource_version(new))
         with self._lock:
             self._observations.append(observation)
-        with self._arrived:
-            self._arrived.notify_all()
+        self._arrived.set()
 
     def _observed(self) -> int:
         """How many observations have been recorded so far."""
@@ -528,24 +527,26 @@ class ChainRecorder:
 
         ``condition`` may read the whole record too (:meth:`wait_settled` does):
         a judgement counts only if nothing arrived while it was made, so the
-        changes returned are the ones it was made on. (The informers' threads
-        record without waiting for us; each arrival wakes us to judge again.)
+        changes returned are the ones it was made on. Each arrival wakes us to
+        judge again. The judging holds no lock the informers' threads need: a
+        judgement of a long record takes a while, and an informer that waited
+        for it would write the next changes down late, all at one time.
         """
-        approved: list[Change] = []
-
-        def satisfied() -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            self._arrived.clear()  # an arrival from now on wakes the wait below at once
             before = self._observed()
             changes = self.changes(since)
-            if any(change.pending for change in changes) or not condition(changes):
-                return False
-            if self._observed() != before:
-                return False  # something arrived meanwhile: judge again on it
-            approved[:] = changes
-            return True
-
-        with self._arrived:
-            if self._arrived.wait_for(satisfied, timeout):
-                return approved
+            if (
+                not any(change.pending for change in changes)
+                and condition(changes)
+                and self._observed() == before  # nothing arrived meanwhile: judge again if it did
+            ):
+                return changes
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._arrived.wait(left)
         pending = [change for change in self.changes(since) if change.pending]
         unproven = (
             f", and {pending[0].kind} {pending[0].name}'s {pending[0].field} has no Event yet"

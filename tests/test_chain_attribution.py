@@ -774,3 +774,32 @@ def test_the_table_fits_a_laptops_notebook_column() -> None:
         )
     )
     assert max(len(line) for line in table(rows).splitlines()) <= 110
+
+
+def test_an_informer_records_without_waiting_for_a_judgement() -> None:
+    """A wait judged its condition while holding the lock every arrival needed: on a long
+    record the informers' threads waited for each judgement and wrote the next changes down
+    late, all at once (chapter 07's killed Pod drew 13 changes within one millisecond)."""
+    import threading
+    import time
+
+    recorder = ChainRecorder(kubernetes.client.ApiClient(), NS)  # never started: no request
+    judging, took = threading.Event(), []
+
+    def slow(changes: list[Change]) -> bool:
+        judging.set()
+        time.sleep(0.3)  # a long record's judgement
+        return len(recorder.observations()) >= 2
+
+    def informer() -> None:
+        judging.wait(5)
+        began = time.monotonic()
+        recorder.record("Deployment", "updated", deployment(3), deployment(2))
+        took.append(time.monotonic() - began)
+
+    thread = threading.Thread(target=informer, name="informer-test")
+    thread.start()
+    recorder.record("Deployment", "updated", deployment(2), deployment(3))
+    recorder.wait_for(slow, what="two changes", timeout=5)
+    thread.join(5)
+    assert took and took[0] < 0.1, took
