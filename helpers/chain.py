@@ -14,7 +14,8 @@ Who made a change is read from the data, never assumed: ``managedFields``
 name the field manager of each field's last write (:func:`field_owner`); an
 Event names the controller inside kube-controller-manager, the scheduler that
 bound a Pod, or whoever deleted one (:func:`reporting_event`); RBAC names the
-one controller that may write a status (:func:`status_writers`). A change
+controllers that may write a status, and of those only one ever does
+(:func:`status_writers`). A change
 whose Event has not arrived yet is *pending*. :func:`summary` folds the
 changes into a table whose text is the same from run to run.
 """
@@ -114,34 +115,100 @@ DEFAULT_STATUS_WRITERS = {
 }
 """What upstream's RBAC roles say; for clusters that will not show you their ClusterRoles."""
 USE_DEFAULTS = "use helpers.chain.DEFAULT_STATUS_WRITERS, upstream's defaults, instead."
+GROUPS = {"deployments": "apps", "replicasets": "apps"}
+"""The API group of each resource whose status writer the recorder asks RBAC about."""
+
+NEVER_WRITES_STATUS = {
+    "generic-garbage-collector": "it deletes objects and patches their metadata (owner "
+    "references, finalizers) through a metadata-only client, never a status",
+}
+"""Controllers whose role may update a status (through ``*``) but whose code never does.
+The garbage collector's writes are ``deleteObject`` and ``patchObject`` in
+https://github.com/kubernetes/kubernetes/blob/v1.36.3/pkg/controller/garbagecollector/operations.go#L53-L102:
+the object itself, never a subresource."""
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A controller whose ClusterRole may update a status, and the rule's resource that allows it
+    (``"replicasets/status"`` by name, or ``"*"``, which RBAC matches to subresources too)."""
+
+    controller: str
+    resource: str
+
+
+def rule_allows(rule: Any, verb: str, group: str, resource: str, subresource: str = "") -> bool:
+    """Does one RBAC rule (a ``V1PolicyRule``) allow ``verb`` on ``resource/subresource``?
+
+    As Kubernetes matches a rule (``RuleAllows`` in
+    https://github.com/kubernetes/kubernetes/blob/v1.36.3/plugin/pkg/auth/authorizer/rbac/rbac.go#L178-L193
+    and ``ResourceMatches`` in
+    https://github.com/kubernetes/kubernetes/blob/v1.36.3/pkg/apis/rbac/v1/evaluation_helpers.go#L52-L78):
+    ``*`` matches every verb, group and resource, subresources included, and ``*/status``
+    every resource's status. A rule limited to some ``resourceNames`` is left out: it does not
+    allow the verb on any object of the resource.
+    """
+    combined = f"{resource}/{subresource}" if subresource else resource
+    if rule.resource_names:
+        return False
+    if not {"*", verb} & set(rule.verbs or []) or not {"*", group} & set(rule.api_groups or []):
+        return False
+    return any(
+        entry in ("*", combined) or (subresource and entry == f"*/{subresource}")
+        for entry in rule.resources or []
+    )
+
+
+def status_grants(roles: Iterable[Any], resources: Iterable[str]) -> dict[str, list[Grant]]:
+    """For each resource, every controller whose ClusterRole (``system:controller:<name>``)
+    allows ``update`` on its ``/status``, with the rule's resource that allows it."""
+    found: dict[str, list[Grant]] = {resource: [] for resource in resources}
+    for role in roles:
+        if not role.metadata.name.startswith("system:controller:"):
+            continue
+        controller = role.metadata.name.removeprefix("system:controller:")
+        for resource, grants in found.items():
+            for rule in role.rules or []:
+                if rule_allows(rule, "update", GROUPS.get(resource, ""), resource, "status"):
+                    named = f"{resource}/status" in (rule.resources or [])
+                    grants.append(Grant(controller, f"{resource}/status" if named else "*"))
+                    break
+    return found
+
+
+def writers_from(grants: Mapping[str, Sequence[Grant]]) -> dict[str, str]:
+    """The one controller that writes each status: of those RBAC allows, the ones whose code
+    writes statuses at all (``NEVER_WRITES_STATUS`` says who does not, and why)."""
+    writers = {
+        resource: sorted({g.controller for g in found if g.controller not in NEVER_WRITES_STATUS})
+        for resource, found in grants.items()
+    }
+    unclear = {resource: names for resource, names in writers.items() if len(names) != 1}
+    if unclear:
+        raise CourseError(
+            f"RBAC does not leave exactly one controller for {unclear}.", USE_DEFAULTS
+        )
+    return {resource: names[0] for resource, names in writers.items()}
+
+
+def cluster_roles(api: kubernetes.client.ApiClient) -> list[Any]:
+    """The cluster's default ClusterRoles (those the API server made at its start)."""
+    rbac = kubernetes.client.RbacAuthorizationV1Api(api)
+    try:
+        selector = "kubernetes.io/bootstrapping=rbac-defaults"
+        return list(rbac.list_cluster_role(label_selector=selector).items)
+    except ApiException as err:
+        raise CourseError(
+            f"Could not read the cluster's ClusterRoles (HTTP {err.status}).", USE_DEFAULTS
+        ) from err
 
 
 def status_writers(
     api: kubernetes.client.ApiClient, resources: Iterable[str] = tuple(DEFAULT_STATUS_WRITERS)
 ) -> dict[str, str]:
-    """For each resource, the one controller whose ClusterRole may update its ``/status``."""
-    rbac = kubernetes.client.RbacAuthorizationV1Api(api)
-    try:
-        roles = rbac.list_cluster_role(label_selector="kubernetes.io/bootstrapping=rbac-defaults")
-    except ApiException as err:
-        raise CourseError(
-            f"Could not read the cluster's ClusterRoles (HTTP {err.status}).", USE_DEFAULTS
-        ) from err
-    found: dict[str, list[str]] = {resource: [] for resource in resources}
-    for role in roles.items:
-        if not role.metadata.name.startswith("system:controller:"):
-            continue
-        controller = role.metadata.name.removeprefix("system:controller:")
-        for rule in role.rules or []:
-            if "*" in (rule.resources or []) or not {"update", "patch"} & set(rule.verbs):
-                continue
-            for resource in found:
-                if f"{resource}/status" in (rule.resources or []):
-                    found[resource].append(controller)
-    unclear = {resource: names for resource, names in found.items() if len(names) != 1}
-    if unclear:
-        raise CourseError(f"RBAC does not name exactly one controller for {unclear}.", USE_DEFAULTS)
-    return {resource: names[0] for resource, names in found.items()}
+    """For each resource, the controller that writes its ``/status``: RBAC names who may
+    (:func:`status_grants`), the controllers' code who does (:func:`writers_from`)."""
+    return writers_from(status_grants(cluster_roles(api), resources))
 
 
 # --- naming the actors ---------------------------------------------------------------------------
@@ -200,17 +267,17 @@ def attribute_delete(
     """Who deleted ``obj``: ``field`` "deletionTimestamp" (the DELETE) or "deleted" (gone)."""
     node = _get(obj, "spec", "nodeName")
     if field == "deleted" and kind == "Pod" and node:
-        return node_agent(nodes.get(node)), "its node's agent confirmed (DELETE, grace 0)"
+        return node_agent(nodes.get(node)), "DELETE with grace 0"
     if field == "deleted" and kind == "Pod" and not _get(obj, "metadata", "deletionTimestamp"):
-        return "API server", "unbound: removed at once"
+        return "API server", "removed at once (unbound)"
     event = reporting_event(events, EVENT_REASONS.get((kind, "deletionTimestamp"), ()), obj)
     if event is not None:
-        return actor_named(event_source(event)), f"a DELETE + Event {event['reason']}"
+        return actor_named(event_source(event)), f"Event {event['reason']}"
     if owner := gone_owner(obj, alive):
-        return GARBAGE_COLLECTOR, f"a DELETE; its owner {owner} is gone"
+        return GARBAGE_COLLECTOR, f"owner {owner} gone"
     if field == "deleted":  # the DELETE itself was reported (or not) when it happened
         return "API server", "removed after its DELETE"
-    return None, "a DELETE + Event SuccessfulDelete/DeletedByYou (not seen yet)"
+    return None, "Event SuccessfulDelete/DeletedByYou (not seen yet)"
 
 
 def attribute(
@@ -234,19 +301,17 @@ def attribute(
     subresource = entry.get("subresource") if entry else None
     controller = writers.get(RESOURCES.get(kind, ""))
     if manager == KUBE_CONTROLLER_MANAGER and subresource == "status" and controller:
-        return controller, f"managedFields: {manager} (status) + RBAC"
+        return controller, "managedFields + RBAC"  # kube-controller-manager, and RBAC says which
     if manager is not None and (manager != KUBE_CONTROLLER_MANAGER or subresource):
-        where = f" ({subresource})" if subresource else ""
-        return actor_named(manager), f"managedFields: {manager}{where}"
-    # kube-controller-manager's own write, or a binding: the Event says who.
-    written = "pods/binding" if field == "spec.nodeName" else f"managedFields: {manager}"
+        return actor_named(manager), "managedFields"  # a manager with one job
+    # kube-controller-manager's own write, or a Binding (which leaves no entry): the Event says who.
     reasons = EVENT_REASONS.get((kind, field))
     if reasons is None:
-        return actor_named(manager or "?"), written
+        return actor_named(manager or "?"), "managedFields"
     event = reporting_event(events, reasons, obj)
     if event is None:
-        return None, f"{written} + Event {'/'.join(sorted(reasons))} (not seen yet)"
-    return actor_named(event_source(event)), f"{written} + Event {event['reason']}"
+        return None, f"Event {'/'.join(sorted(reasons))} (not seen yet)"
+    return actor_named(event_source(event)), f"Event {event['reason']}"
 
 
 # --- the steps ---------------------------------------------------------------------------------
@@ -310,13 +375,25 @@ def kinds(namespace: str, *, foos: bool = False) -> list[Kind]:
 
 @dataclass(frozen=True)
 class Observation:
-    """One change an informer delivered, ``at`` seconds after the recorder started."""
+    """One change an informer delivered, ``at`` seconds after the recorder started.
+
+    ``rv`` is the object's resourceVersion after the change (None if it is not a number). The
+    API's rules call resourceVersions opaque; on a cluster with one etcd they are its
+    revisions, one counter for every kind, so they tell which of two writes came first even
+    when two watches deliver them in the other order (:func:`from_write`)."""
 
     at: float
     kind: str
     verb: str  # "added", "updated" or "deleted"
     old: Mapping[str, Any] | None  # None unless updated
     new: Mapping[str, Any]  # when deleted: the last state known
+    rv: int | None = None
+
+
+def resource_version(obj: Mapping[str, Any]) -> int | None:
+    """An object's resourceVersion as a number, or None."""
+    value = _get(obj, "metadata", "resourceVersion")
+    return int(value) if isinstance(value, str) and value.isdigit() else None
 
 
 class ChainRecorder:
@@ -348,7 +425,7 @@ class ChainRecorder:
         }
         self._lock = threading.Lock()  # guards _observations
         self._observations: list[Observation] = []
-        self._arrived = threading.Condition()  # notified after every observation
+        self._arrived = threading.Event()  # set after every observation (see wait_for)
         self._attributed: dict[int, list[Change]] = {}  # see changes()
         self._started_at = time.monotonic()
         for kind in self.kinds:
@@ -358,11 +435,10 @@ class ChainRecorder:
 
     def record(self, kind: str, verb: str, old: Any, new: Any) -> None:
         """Write one observation down (called by the informers' handler threads)."""
-        observation = Observation(self.now(), kind, verb, old, new)
+        observation = Observation(self.now(), kind, verb, old, new, resource_version(new))
         with self._lock:
             self._observations.append(observation)
-        with self._arrived:
-            self._arrived.notify_all()
+        self._arrived.set()
 
     def _observed(self) -> int:
         """How many observations have been recorded so far."""
@@ -451,24 +527,26 @@ class ChainRecorder:
 
         ``condition`` may read the whole record too (:meth:`wait_settled` does):
         a judgement counts only if nothing arrived while it was made, so the
-        changes returned are the ones it was made on. (The informers' threads
-        record without waiting for us; each arrival wakes us to judge again.)
+        changes returned are the ones it was made on. Each arrival wakes us to
+        judge again. The judging holds no lock the informers' threads need: a
+        judgement of a long record takes a while, and an informer that waited
+        for it would write the next changes down late, all at one time.
         """
-        approved: list[Change] = []
-
-        def satisfied() -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            self._arrived.clear()  # an arrival from now on wakes the wait below at once
             before = self._observed()
             changes = self.changes(since)
-            if any(change.pending for change in changes) or not condition(changes):
-                return False
-            if self._observed() != before:
-                return False  # something arrived meanwhile: judge again on it
-            approved[:] = changes
-            return True
-
-        with self._arrived:
-            if self._arrived.wait_for(satisfied, timeout):
-                return approved
+            if (
+                not any(change.pending for change in changes)
+                and condition(changes)
+                and self._observed() == before  # nothing arrived meanwhile: judge again if it did
+            ):
+                return changes
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._arrived.wait(left)
         pending = [change for change in self.changes(since) if change.pending]
         unproven = (
             f", and {pending[0].kind} {pending[0].name}'s {pending[0].field} has no Event yet"
@@ -611,6 +689,7 @@ class Change:
     evidence: str
     step: int | None
     state: tuple[tuple[str, str], ...] = ()  # every reported field of the object, just after
+    rv: int | None = None  # the object's resourceVersion just after (see Observation)
 
     @property
     def pending(self) -> bool:
@@ -671,6 +750,7 @@ def changes_of(
                 evidence,
                 step,
                 state,
+                observation.rv,
             )
         )
     return changes
@@ -707,7 +787,7 @@ def unbound_waits(
         if started is not None and (bound is None or started.at < bound.at):
             continue  # a kubelet wrote to an unbound Pod: step 4 did not hold
         agent = node_agent(nodes.get(bound.after)) if bound else "kubelet"
-        evidence = "no kubelet write before spec.nodeName was set"
+        evidence = "nothing written until bound"
         waits.append(
             replace(
                 created,
@@ -738,6 +818,24 @@ def state(changes: Sequence[Change], kind: str, name: str | None = None) -> dict
         if change.kind == kind and name in (None, change.name) and change.state:
             return dict(change.state)
     return {}
+
+
+def from_write(changes: Sequence[Change], actor: str = YOU) -> list[Change]:
+    """The changes from ``actor``'s first write on, in the order etcd wrote them.
+
+    Each kind arrives over a watch of its own, so arrival times mix two things: a change
+    written before yours (the tail of something earlier) may arrive after it, and one it
+    caused may arrive before it (a Pod created a moment before the Deployment update that led
+    to it). The resourceVersions (see :class:`Observation`) put them in the order they were
+    written. Without numbers to compare, the arrival time decides.
+    """
+    first = next((c for c in changes if c.actor == actor), None)
+    if first is None:
+        return list(changes)
+    versions = [c.rv for c in changes if c.actor == actor and c.rv is not None]
+    if first.rv is None or not versions:
+        return [c for c in changes if c.at >= first.at]
+    return [c for c in changes if c.rv is not None and c.rv >= min(versions)]
 
 
 def names(changes: Sequence[Change], kind: str, field: str, after: str | None = None) -> set[str]:
@@ -851,13 +949,18 @@ class Row:
     evidence: str
 
 
+NOT_IN_THE_TABLE = frozenset({"status.updatedReplicas"})
+"""Reported fields the table leaves out: a Deployment's updatedReplicas is a rollout's count,
+which :func:`settled` reads; its availableReplicas says what the table needs."""
+
+
 def _fold(field: str, group: Sequence[Change]) -> str:
     """A group's text: a spec's values in order; the final status; what was done."""
     first = group[0]
     if field == "created":
         return f"created, {first.after}" if first.after else "created"
     if field in ("deleted", "not bound yet"):
-        return {"deleted": "deleted", "not bound yet": "not bound yet: ignored"}[field]
+        return {"deleted": "deleted", "not bound yet": "not bound yet: unseen"}[field]
     if field in ("spec.nodeName", "deletionTimestamp"):
         return f"{field} set"
     if field == "status":  # in-between values depend on timing; the final ones do not
@@ -865,7 +968,7 @@ def _fold(field: str, group: Sequence[Change]) -> str:
             change.name: ", ".join(
                 f"{name.removeprefix('status.')}={value}"
                 for name, value in change.state
-                if is_status(name)
+                if is_status(name) and name not in NOT_IN_THE_TABLE
             )
             for change in group
         }
@@ -907,18 +1010,16 @@ def summary(changes: Sequence[Change]) -> list[Row]:
     return rows
 
 
-TIME_WIDTH = len("t+999.999s")
-
-
-HEADER = ("step", "time", "object", "change", "actor", "how we know")
+HEADER = ("step", "object", "change", "actor", "how we know")
 
 
 class Table(str):
     """The table as aligned text, which Jupyter shows as an HTML table instead.
 
-    Its text is as wide as its longest row (about 170 characters), wider than a laptop's
-    notebook column; an HTML table wraps inside its cells, at words. The text stays for
-    everything else (``print``, GitHub's view of a saved notebook, nbval).
+    No times: the picture above a table shows when each change arrived, and the rows are in
+    the order of the steps. Its text stays about 110 characters wide, the width of a laptop's
+    notebook column; an HTML table wraps inside its cells, at words, if it must. The text
+    stays for everything else (``print``, GitHub's view of a saved notebook, nbval).
     """
 
     cells: list[tuple[str, ...]]
@@ -937,19 +1038,9 @@ class Table(str):
 
 
 def table(rows: Sequence[Row]) -> Table:
-    """The rows as aligned text; times as ``t+1.234s``, seconds since the recorder started.
-
-    The time column is ``TIME_WIDTH`` wide (wider only after 1000 s), so the header does
-    not move when a slow run reaches t+10.000s; a checker that ignores the times must also
-    ignore the spaces after them (tests/nbval-sanitize.cfg does). In Jupyter it shows as an
-    HTML table (:class:`Table`).
-    """
-    lines = [
-        (str(row.step), f"t+{row.at:.3f}s", row.what, row.change, row.actor, row.evidence)
-        for row in rows
-    ]
+    """The rows as aligned text, in Jupyter an HTML table (:class:`Table`)."""
+    lines = [(str(row.step), row.what, row.change, row.actor, row.evidence) for row in rows]
     widths = [max(len(line[i]) for line in [HEADER, *lines]) for i in range(len(HEADER))]
-    widths[1] = max(widths[1], TIME_WIDTH)
     text = Table(
         "\n".join(
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()

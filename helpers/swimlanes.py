@@ -38,7 +38,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from helpers.chain import STEPS, YOU, ChainRecorder, Change, pod_counts, replicas_asked
+from helpers.chain import ChainRecorder, Change, from_write, pod_counts, replicas_asked
 from helpers.widgets import LiveFigure
 
 API_LANE = "API server (etcd)"
@@ -85,6 +85,20 @@ CIRCLE_PIXELS = 20
 LEVEL = 0.36
 """How far (in lanes) a circle moves up or down to clear another."""
 MARKERS = {"new": "o", "old": "s"}
+LEGEND = {
+    0: "you create or change a Foo",
+    1: "a Deployment is written",
+    2: "a ReplicaSet is created or scaled",
+    3: "Pods are created or deleted",
+    4: "no kubelet sees an unbound Pod",
+    5: "the scheduler binds a Pod",
+    6: "a kubelet reports a Pod's status",
+    7: "a ReplicaSet's status is written",
+    8: "a Deployment's status is written",
+    9: "a Pod goes: its kubelet confirms",
+    10: "the Foo's status is copied",
+}
+"""Each step in a few words (:data:`helpers.chain.STEPS` in full): the lane names the actor."""
 
 
 def step_colour(step: int | None) -> str:
@@ -288,12 +302,12 @@ def draw_legend(axes: Axes, steps: Sequence[int], roles: Mapping[str, str]) -> A
     handles = [
         Line2D([], [], marker="o", ls="", markersize=9, markeredgecolor=step_colour(step),
                markerfacecolor="white" if step == 4 else step_colour(step),
-               label=f"{step}  {STEPS[step]}")
+               label=f"{step}  {LEGEND[step]}")
         for step in steps
     ]  # fmt: skip
     handles += [
         Line2D([], [], marker=MARKERS[role], ls="", markersize=9, color="#555555",
-               label=f"{role} ReplicaSet {name} and its Pods")
+               label=f"{role}: {name} and its Pods")
         for name, role in sorted(roles.items(), key=lambda item: item[1], reverse=True)
     ]  # fmt: skip
     if not handles:
@@ -304,7 +318,7 @@ def draw_legend(axes: Axes, steps: Sequence[int], roles: Mapping[str, str]) -> A
     legend = Figure(figsize=(width, height), dpi=figure.dpi)
     legend.patch.set_alpha(0)
     canvas = FigureCanvasAgg(legend)
-    legend.legend(handles=handles, loc="upper left", ncol=2, fontsize=FONT - 1, frameon=False,
+    legend.legend(handles=handles, loc="upper left", ncol=3, fontsize=FONT - 1, frameon=False,
                   columnspacing=0.8, handletextpad=0.3, borderaxespad=0.2)  # fmt: skip
     canvas.draw()
     x, y = box.x0 * figure.bbox.width, box.y0 * figure.bbox.height
@@ -333,7 +347,7 @@ def draw_counts(
         axes.step(at, values, where="post", label=label, color=colour, lw=width)
     axes.axhline(most, color="#1f77b4", ls="--", lw=1, label=f"at most {most} asked for")
     axes.axhline(fewest, color="#2ca02c", ls=":", lw=1.5, label=f"at least {fewest} Ready")
-    axes.set_ylim(0, most + 1.8)
+    axes.set_ylim(0, most + 2.3)
     axes.set_ylabel("Pods", fontsize=FONT)
     axes.tick_params(labelsize=FONT - 1)
     axes.legend(loc="upper left", ncol=3, fontsize=FONT - 2, frameon=False,
@@ -342,10 +356,12 @@ def draw_counts(
         axes.spines[side].set_visible(False)
 
 
-def new_figure(counts: bool = False) -> tuple[Figure, dict[str, Axes]]:
-    """A figure 840 pixels wide: the lanes, the Pod counts if asked, the legend under them."""
-    parts = {"title": 0.4, "lanes": 3.2, "label": 0.5, "counts": 1.5 if counts else 0.0,
-             "counts_label": 0.45 if counts else 0.0, "legend": 1.35}  # fmt: skip
+def new_figure(counts: bool = False, key: bool = False) -> tuple[Figure, dict[str, Axes]]:
+    """A figure 840 pixels wide and at most 600 tall: the lanes, the Pod counts if asked, the
+    legend of the steps, and (``key``) how to read the marks, for the first picture."""
+    parts = {"title": 0.35, "lanes": 2.7, "label": 0.3 if counts else 0.45,
+             "counts": 1.15 if counts else 0.0, "counts_label": 0.45 if counts else 0.0,
+             "legend": 0.85, "key": 1.25 if key else 0.0}  # fmt: skip
     height = sum(parts.values())
     figure = Figure(figsize=(8.4, height), dpi=DPI)
     FigureCanvasAgg(figure)
@@ -361,7 +377,143 @@ def new_figure(counts: bool = False) -> tuple[Figure, dict[str, Axes]]:
         axes["counts"] = figure.add_axes((left, band("counts")[0], width, band("counts")[1]),
                                          sharex=axes["lanes"])  # fmt: skip
     axes["legend"] = figure.add_axes((0.02, band("legend")[0], 0.96, band("legend")[1]))
+    if key:
+        axes["key"] = figure.add_axes((0.02, band("key")[0], 0.96, band("key")[1]))
+        draw_key(axes["key"])
     return figure, axes
+
+
+def draw_key(axes: Axes) -> None:
+    """How to read the marks, in four small drawings with a caption each: a change, its write,
+    a watch, an absence. Drawn once, for the chapter's first picture; the later pictures use
+    the same marks."""
+    axes.set_xlim(0, 100)
+    axes.set_ylim(0, 5)
+    axes.axis("off")
+    axes.text(0, 4.85, "How to read it:", fontsize=FONT - 1, fontweight="bold", va="center")
+    green, red, olive = step_colour(3), step_colour(5), step_colour(4)
+    api, lane = 4.3, 2.9
+
+    def circle(x: float, y: float, colour: str, step: int, empty: bool = False) -> None:
+        if empty:
+            axes.scatter([x], [y], s=190, facecolors="white", edgecolors=colour, linestyle="--",
+                         zorder=3)  # fmt: skip
+        else:
+            axes.scatter([x], [y], s=190, c=colour, zorder=3)
+        axes.text(x, y, str(step), ha="center", va="center", fontsize=FONT - 1,
+                  fontweight="bold", color="black" if empty else "white", zorder=4)  # fmt: skip
+
+    for x0, x1 in ((3, 22), (28, 47), (53, 72), (78, 97)):
+        axes.plot([x0, x1], [lane, lane], color="#dddddd", lw=1, zorder=0)
+    for x0, x1 in ((28, 47), (53, 72)):
+        axes.plot([x0, x1], [api, api], color="#dddddd", lw=1, zorder=0)
+        axes.text(x0, api + 0.3, "API server", fontsize=FONT - 2, color="#555555", va="bottom")
+    circle(12.5, lane, green, 3)
+    axes.annotate("x3", (12.5, lane), xytext=(8, 6), textcoords="offset points", fontsize=FONT - 1)
+    axes.plot([37.5, 37.5], [lane, api], color=green, lw=0.8, alpha=0.5, zorder=1)
+    axes.scatter([37.5], [api], s=14, c=green, zorder=2)
+    circle(37.5, lane, green, 3)
+    axes.plot([57, 68], [api, lane + 0.3], color=green, lw=0.8, ls="--", alpha=0.5, zorder=1)
+    axes.scatter([57], [api], s=14, c=green, zorder=2)
+    axes.scatter([68], [lane + 0.3], marker="v", s=22, c=green, zorder=2)
+    circle(68, lane, red, 5)
+    circle(87.5, lane, olive, 4, empty=True)
+    captions = {
+        12.5: "a change, numbered by its step,\non the lane of the actor that\n"
+        "made it; x3: three at once",
+        37.5: "its write: a line up to the\nAPI server, which stores it\n(in etcd)",
+        62.5: "a watch delivers that write\nto the next actor, which\n"
+        "reacts with a change of its own",
+        87.5: "an empty circle: nothing\nwas written (checked, not\nassumed)",
+    }  # fmt: skip
+    for x, caption in captions.items():
+        axes.text(x, 2.15, caption, ha="center", va="top", fontsize=FONT - 1, linespacing=1.15)
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What a picture drew, in one line of text a notebook's checker can compare: the lanes,
+    the steps, the objects of each kind that were made, went or changed, the changes and their
+    span, and for a rollout what the ReplicaSets asked for and the Ready Pods.
+
+    The statuses that flow up the chain (steps 7, 8 and 10) are in the picture and in the
+    count of changes, but not listed: how many of them a run writes depends on timing (a
+    Deployment whose ReplicaSet reports 2 and then 3 available at once may never report 2).
+    """
+
+    lanes: int
+    steps: tuple[int, ...]  # the steps drawn, the statuses up the chain left out
+    objects: tuple[tuple[str, int, int, int], ...]  # kind, new, gone, changed otherwise
+    changes: int
+    first: float
+    last: float
+    counts: tuple[int, int, int] | None = None  # most asked for, fewest Ready, Ready at the end
+
+    def __str__(self) -> str:
+        kinds = ", ".join(
+            f"{kind} " + " + ".join(f"{n} {word}" for n, word in parts if n)
+            for kind, *numbers in self.objects
+            for parts in [list(zip(numbers, ("new", "gone", "changed"), strict=True))]
+        )
+        text = (
+            f"drawn: {self.lanes} lanes, steps {_ranges(self.steps)} (+ statuses); {kinds}; "
+            f"{self.changes} changes drawn from t+{self.first:.3f}s to t+{self.last:.3f}s"
+        )
+        if self.counts is not None:
+            most, fewest, end = self.counts
+            text += f"; asked for at most {most}, Ready at least {fewest}, at the end {end}"
+        return text
+
+
+STATUS_STEPS = frozenset({7, 8, 10})
+"""The statuses that flow up the chain: how many a run writes depends on timing."""
+
+
+def _ranges(numbers: Sequence[int]) -> str:
+    """1 2 3 5 -> "1-3, 5"."""
+    parts: list[list[int]] = []
+    for number in sorted(numbers):
+        if parts and number == parts[-1][-1] + 1:
+            parts[-1].append(number)
+        else:
+            parts.append([number])
+    return ", ".join(f"{p[0]}-{p[-1]}" if len(p) > 2 else ", ".join(map(str, p)) for p in parts)
+
+
+KINDS = ("Foo", "Deployment", "ReplicaSet", "Pod")
+
+
+def drawn(
+    changes: Sequence[Change], lanes: Sequence[str], everything: Sequence[Change] = (),
+    since: float = 0.0, limits: tuple[int, int] | None = None,
+) -> Drawn:  # fmt: skip
+    """:class:`Drawn` for ``changes`` on ``lanes`` (the API server's included); with
+    ``limits``, the counts from ``everything`` (the whole record up to the end) from ``since``."""
+    shown = [c for c in changes if c.actor is not None]
+    objects = []
+    for kind in KINDS:
+        mine = [c for c in shown if c.kind == kind and c.step not in STATUS_STEPS]
+        new = {c.name for c in mine if c.field == "created"}
+        gone = {c.name for c in mine if c.field in ("deletionTimestamp", "deleted")}
+        changed = {c.name for c in mine if c.step not in (4, 6)} - new - gone
+        if new or gone or changed:
+            objects.append((kind, len(new), len(gone), len(changed)))
+    counts = None
+    if limits is not None:
+        asked = replicas_asked(everything, since)[1]
+        times, _existing, ready = pod_counts(everything)
+        before = [n for at, n in zip(times, ready, strict=True) if at < since][-1:]
+        during = before + [n for at, n in zip(times, ready, strict=True) if at >= since]
+        counts = (max(asked, default=0), min(during, default=0), (during or [0])[-1])
+    return Drawn(
+        lanes=len(lanes),
+        steps=tuple(sorted({c.step for c in shown if c.step not in (None, *STATUS_STEPS)})),
+        objects=tuple(objects),
+        changes=len(shown),
+        first=min((c.at for c in shown), default=0.0),
+        last=max((c.at for c in shown), default=0.0),
+        counts=counts,
+    )
 
 
 class LiveSwimlanes:
@@ -390,6 +542,7 @@ class LiveSwimlanes:
         roles: Mapping[str, str] | None = None,
         replay: float = 3.0,
         show: bool | None = None,
+        key: bool = False,
     ) -> None:
         self.recorder = recorder
         self.since = since
@@ -404,7 +557,7 @@ class LiveSwimlanes:
         self._frozen = False
         self._replay_from: float | None = None  # when the replay began (time.monotonic())
         self._replayed = threading.Event()  # the replay's last frame has been drawn
-        self.figure, self.axes = new_figure(counts=limits is not None)
+        self.figure, self.axes = new_figure(counts=limits is not None, key=key)
         self.lanes_drawing = Lanes(self.axes["lanes"], self.axes["legend"])
         self.live = LiveFigure(
             self.figure, self._draw, name="swimlanes", caption=caption, show=show,
@@ -412,15 +565,21 @@ class LiveSwimlanes:
         )  # fmt: skip
 
     def freeze(self, changes: Sequence[Change], roles: Mapping[str, str] | None = None) -> None:
-        """Draw exactly ``changes`` from now on, from the first one you made: what arrives
-        before it is the tail of something earlier. ``roles`` may name the old and the new
-        ReplicaSet now that they are known."""
+        """Draw exactly ``changes`` from now on, from the first one you made, in the order etcd
+        wrote them (:func:`helpers.chain.from_write`): what was written before it is the tail
+        of something earlier, however late it arrived, and what it caused stays, however
+        early. ``roles`` may name the old and the new ReplicaSet now that they are known."""
         end = max((change.at for change in changes), default=self.since)
         self._everything = [change for change in self.recorder.changes() if change.at <= end]
-        yours = next((c.at for c in changes if c.actor == YOU and c.at >= self.since), self.since)
-        self.changes = [change for change in changes if change.at >= yours]
+        self.changes = from_write([change for change in changes if change.at >= self.since])
         self.roles.update(roles or {})
         self._frozen = True
+
+    @property
+    def drawn(self) -> Drawn:
+        """What the picture shows, as :class:`Drawn` (printed under it in Jupyter)."""
+        lanes = lanes_for(self.changes, self.lanes)
+        return drawn(self.changes, lanes, self._everything, self.since, self.limits)
 
     def _draw(self) -> None:
         if not self._frozen:
@@ -443,9 +602,9 @@ class LiveSwimlanes:
                                 numbers=None if final else LIVE_NUMBERS)  # fmt: skip
         if self.limits is not None:
             counts = self.axes["counts"]
-            drawn = {id(change) for change in shown}
-            upto = [c for c in self._everything if id(c) in drawn or c.at < self.since]
-            draw_counts(counts, upto, self.since, self.limits)
+            upto = shown[-1].at if shown else self.since  # a replay counts up to its cursor
+            draw_counts(counts, [c for c in self._everything if c.at <= upto], self.since,
+                        self.limits)  # fmt: skip
             self.axes["lanes"].set_xlabel("")
             self.axes["lanes"].tick_params(labelbottom=True)
             counts.set_xlabel("seconds since the recorder started", fontsize=FONT)
@@ -464,3 +623,5 @@ class LiveSwimlanes:
         finally:
             self._replay_from = None
             self.live.stop()
+        if exc_type is None and self._frozen and self.live.show:
+            print(self.drawn)  # under the picture: what it drew, for the reader and the checker

@@ -216,23 +216,18 @@ def test_each_step_is_attributed_from_its_evidence() -> None:
         pod(node="worker2", agent="kubelet"),
     )
     phase = ("f:status", "f:phase")
-    assert who("Deployment", "created", None, deployment) == ("you", "managedFields: you")
+    assert who("Deployment", "created", None, deployment) == ("you", "managedFields")
     assert who("ReplicaSet", "created", None, replica_set())[0] == "deployment-controller"
     assert who("Pod", "created", None, pod())[0] == "replicaset-controller"
-    assert who("Pod", "spec.nodeName", None, kwok_pod) == (
-        "scheduler",
-        "pods/binding + Event Scheduled",
-    )
+    assert who("Pod", "spec.nodeName", None, kwok_pod) == ("scheduler", "Event Scheduled")
     assert who("Pod", "status.phase", phase, kwok_pod)[0] == "kubelet (kwok)"
-    assert who("Pod", "status.phase", phase, kubelet_pod) == (
-        "kubelet",
-        "managedFields: kubelet (status)",
-    )
+    assert who("Pod", "status.phase", phase, kubelet_pod) == ("kubelet", "managedFields")
     available = ("f:status", "f:availableReplicas")
     assert who("ReplicaSet", "status.availableReplicas", available, replica_set(3, 3)) == (
         "replicaset-controller",
-        "managedFields: kube-controller-manager (status) + RBAC",
+        "managedFields + RBAC",
     )
+    assert who("ReplicaSet", "created", None, replica_set())[1] == "Event ScalingReplicaSet"
 
 
 def test_a_change_whose_event_has_not_arrived_is_pending() -> None:
@@ -251,10 +246,7 @@ def test_deletes_are_attributed_by_events_then_to_the_node_agent() -> None:
         f"Deleted pod: {name}",
         component="replicaset-controller",
     )
-    assert who("Pod", "deletionTimestamp", None, bound, [ours]) == (
-        "you",
-        "a DELETE + Event DeletedByYou",
-    )
+    assert who("Pod", "deletionTimestamp", None, bound, [ours]) == ("you", "Event DeletedByYou")
     assert who("Pod", "deletionTimestamp", None, bound, [theirs])[0] == "replicaset-controller"
     assert who("Pod", "deletionTimestamp", None, bound, [])[0] is None
     assert who("Pod", "deleted", None, bound)[0] == "kubelet (kwok)"
@@ -268,7 +260,7 @@ def test_the_garbage_collector_deletes_what_an_owner_that_is_gone_owned() -> Non
     there = {"ReplicaSet": {"uid-web-5d4f8"}}
     assert who_alive("deletionTimestamp", bound, gone) == (
         "garbage-collector",
-        "a DELETE; its owner ReplicaSet web-5d4f8 is gone",
+        "owner ReplicaSet web-5d4f8 gone",
     )
     assert who_alive("deletionTimestamp", bound, there)[0] is None, "still waiting for an Event"
     assert who_alive("deletionTimestamp", bound, {})[0] is None, "owner kind not watched: unknown"
@@ -480,8 +472,8 @@ def test_pod_counts_leave_out_pods_being_deleted() -> None:
 def test_the_table_is_text_and_an_html_table_that_wraps() -> None:
     from helpers.chain import Row, table
 
-    text = table([Row(1, 0.5, "Deployment web", "created", "you", "managedFields: you <x>")])
-    assert text.splitlines()[1].split()[:3] == ["1", "t+0.500s", "Deployment"]
+    text = table([Row(1, 0.5, "Deployment web", "created", "you", "managedFields <x>")])
+    assert text.splitlines()[1].split()[:3] == ["1", "Deployment", "web"], "no time column"
     html = text._repr_html_()
     assert html.count("<tr>") == 2 and "&lt;x&gt;" in html, "a row, the header, escaped"
 
@@ -563,3 +555,251 @@ def test_a_wait_returns_the_changes_its_condition_was_judged_on() -> None:
 
     changes = recorder.wait_for(condition, what="the whole record to say 2", timeout=0.5)
     assert state(changes, "Deployment", "web")["status.availableReplicas"] == "2", judged
+
+
+# --- RBAC: who may write a status, and who does --------------------------------------------
+
+
+def role(name: str, *rules: dict) -> Any:
+    """A ClusterRole as the Python client returns it."""
+    return kubernetes.client.V1ClusterRole(
+        metadata=kubernetes.client.V1ObjectMeta(name=f"system:controller:{name}"),
+        rules=[kubernetes.client.V1PolicyRule(**rule) for rule in rules],
+    )
+
+
+# Upstream's bootstrap roles, as the cluster serves them (bootstrappolicy/controller_policy.go).
+UPSTREAM_ROLES = [
+    role("deployment-controller",
+         {"api_groups": ["apps", "extensions"], "resources": ["deployments/status"],
+          "verbs": ["update"]}),
+    role("generic-garbage-collector",
+         {"api_groups": ["*"], "resources": ["*"],
+          "verbs": ["delete", "get", "list", "patch", "update", "watch"]}),
+    role("horizontal-pod-autoscaler",
+         {"api_groups": ["*"], "resources": ["*/scale"], "verbs": ["get", "update"]}),
+    role("replicaset-controller",
+         {"api_groups": ["apps", "extensions"], "resources": ["replicasets"],
+          "verbs": ["get", "list", "watch", "update"]},
+         {"api_groups": ["apps", "extensions"], "resources": ["replicasets/status"],
+          "verbs": ["update"]}),
+]  # fmt: skip
+
+
+def test_a_rule_for_star_allows_every_subresource_as_rbac_matches_it() -> None:
+    """ResourceMatches: "*" matches every resource and subresource; "*/scale" every resource's
+    scale, not its status; a rule limited to resourceNames allows no object in general."""
+    from helpers.chain import rule_allows
+
+    def rule(resources: list[str], verbs: list[str], **more: Any) -> Any:
+        return kubernetes.client.V1PolicyRule(
+            api_groups=more.pop("groups", ["*"]), resources=resources, verbs=verbs, **more
+        )
+
+    assert rule_allows(rule(["*"], ["update"]), "update", "apps", "replicasets", "status")
+    assert rule_allows(rule(["*/status"], ["*"]), "update", "apps", "replicasets", "status")
+    assert not rule_allows(rule(["*/scale"], ["update"]), "update", "apps", "replicasets", "status")
+    assert not rule_allows(
+        rule(["replicasets"], ["update"]), "update", "apps", "replicasets", "status"
+    )
+    assert not rule_allows(rule(["*"], ["get"]), "update", "apps", "replicasets", "status")
+    assert not rule_allows(
+        rule(["*"], ["update"], groups=["batch"]), "update", "apps", "replicasets", "status"
+    )
+    named = rule(["*"], ["update"], resource_names=["web"])
+    assert not rule_allows(named, "update", "apps", "replicasets", "status")
+
+
+def test_rbac_names_two_status_writers_and_the_code_leaves_one() -> None:
+    """The garbage collector's "*" allows it to update any status; it never does, so the
+    recorder names the one controller whose role names the status (chapter 07, A2)."""
+    from helpers.chain import NEVER_WRITES_STATUS, Grant, status_grants, writers_from
+
+    grants = status_grants(UPSTREAM_ROLES, ["replicasets", "deployments"])
+    assert grants["replicasets"] == [
+        Grant("generic-garbage-collector", "*"),
+        Grant("replicaset-controller", "replicasets/status"),
+    ]
+    assert {g.controller for g in grants["deployments"]} == {
+        "deployment-controller",
+        "generic-garbage-collector",
+    }
+    assert "generic-garbage-collector" in NEVER_WRITES_STATUS
+    assert writers_from(grants) == DEFAULT_STATUS_WRITERS
+
+
+def test_two_controllers_that_may_write_a_status_are_not_guessed_between() -> None:
+    from helpers.chain import status_grants, writers_from
+    from helpers.errors import CourseError
+
+    rogue = role("rogue-controller", {"api_groups": ["apps"], "resources": ["replicasets/status"],
+                                      "verbs": ["update"]})  # fmt: skip
+    grants = status_grants([*UPSTREAM_ROLES, rogue], ["replicasets"])
+    try:
+        writers_from(grants)
+    except CourseError as err:
+        assert "replicasets" in str(err)
+    else:
+        raise AssertionError("two candidate writers must not be guessed between")
+
+
+# --- a picture starts at your write, in the order etcd wrote things ------------------------
+
+
+def change(at: float, kind: str, name: str, field: str, actor: str, rv: int, **more: Any) -> Change:
+    step = {"created": 3, "Ready": 6, "deletionTimestamp": 3}.get(field, 1)
+    state = more.pop("state", ())
+    return Change(at, kind, name, field, "", more.pop("after", ""), actor, "", step, state, rv)
+
+
+def test_a_picture_keeps_what_your_write_caused_however_early_it_arrived() -> None:
+    """Two watches: the Pod a rollout created may arrive before the Deployment update that led
+    to it, and a late status from before may arrive after it. resourceVersions decide."""
+    from helpers.chain import from_write
+
+    tail = change(0.10, "Pod", "web-old-a", "Ready", "kubelet", rv=90, after="True")
+    early = change(0.11, "Pod", "web-new-a", "created", "replicaset-controller", rv=102)
+    yours = change(0.12, "Deployment", "web", "image", "you", rv=100)
+    later = change(0.13, "Pod", "web-new-a", "Ready", "kubelet", rv=105, after="True")
+    kept = from_write([tail, early, yours, later])
+    assert kept == [early, yours, later]
+    unnumbered = [replace(c, rv=None) for c in (tail, early, yours, later)]
+    assert from_write(unnumbered) == unnumbered[2:], "without versions, the arrival time decides"
+
+
+class Recorded:
+    """A recorder's record, for LiveSwimlanes without a cluster."""
+
+    def __init__(self, changes: list[Change]) -> None:
+        self._changes = changes
+
+    def changes(self, since: float = 0.0) -> list[Change]:
+        return [c for c in self._changes if c.at >= since]
+
+
+def a_rollout_whose_first_new_pod_arrives_first() -> list[Change]:
+    """web of 3 rolling to a new ReplicaSet; the new ReplicaSet and its first Pod arrive over
+    their watches before the Deployment's update does (seen on the course's cluster)."""
+
+    def rs(at: float, name: str, field: str, replicas: int, rv: int, actor: str) -> Change:
+        return change(at, "ReplicaSet", name, field, actor, rv,
+                      state=(("spec.replicas", str(replicas)),))  # fmt: skip
+
+    def pod(at: float, name: str, field: str, rv: int, actor: str = "kubelet") -> Change:
+        return change(at, "Pod", name, field, actor, rv, after="True" if field == "Ready" else "")
+
+    before = [rs(0.0, "web-old", "created", 3, 1, "deployment-controller")]
+    for n in range(3):
+        before += [pod(0.1, f"web-old-{n}", "created", 2 + n, "replicaset-controller"),
+                   pod(0.2, f"web-old-{n}", "Ready", 5 + n)]  # fmt: skip
+    dc, rsc = "deployment-controller", "replicaset-controller"
+    during = [
+        rs(1.00, "web-new", "created", 1, 101, dc),
+        pod(1.01, "web-new-0", "created", 102, rsc),  # before yours: the case that failed
+        change(1.02, "Deployment", "web", "image", "you", 100),
+        pod(1.05, "web-new-0", "Ready", 103),
+        rs(1.06, "web-old", "spec.replicas", 2, 104, dc),
+        pod(1.07, "web-old-0", "deletionTimestamp", 105, rsc),
+        rs(1.08, "web-new", "spec.replicas", 2, 106, dc),
+        pod(1.09, "web-new-1", "created", 107, rsc),
+        pod(1.10, "web-new-1", "Ready", 108),
+        rs(1.11, "web-old", "spec.replicas", 1, 109, dc),
+        pod(1.12, "web-old-1", "deletionTimestamp", 110, rsc),
+        rs(1.13, "web-new", "spec.replicas", 3, 111, dc),
+        pod(1.14, "web-new-2", "created", 112, rsc),
+        pod(1.15, "web-new-2", "Ready", 113),
+        rs(1.16, "web-old", "spec.replicas", 0, 114, dc),
+        pod(1.17, "web-old-2", "deletionTimestamp", 115, rsc),
+    ]
+    return before + during
+
+
+def test_a_rollout_picture_counts_every_pod_your_write_made_and_says_so() -> None:
+    """The picture of 1 run in 5 lost the first new Pod (it arrived before the Deployment's
+    update, and the picture started at the update's arrival): Ready fell to 2 and ended at 2,
+    under prose that says at least 3 stay Ready. The cluster never dipped; the picture did."""
+    from helpers.swimlanes import LiveSwimlanes
+
+    record = a_rollout_whose_first_new_pod_arrives_first()
+    rollout = [c for c in record if c.at >= 0.9]
+    lanes = LiveSwimlanes(Recorded(record), caption="c", title="t", since=0.9, limits=(4, 3),
+                          show=False)  # type: ignore[arg-type]  # fmt: skip
+    lanes.freeze(rollout)
+    assert "web-new-0" in {c.name for c in lanes.changes if c.field == "created"}
+    drawn = lanes.drawn
+    assert drawn.counts == (4, 3, 3), drawn
+    assert ("Pod", 3, 3, 0) in drawn.objects and ("ReplicaSet", 1, 0, 1) in drawn.objects
+    text = str(drawn)
+    assert "asked for at most 4, Ready at least 3, at the end 3" in text
+    assert "Pod 3 new + 3 gone" in text and "changes drawn from t+" in text
+
+
+def test_the_summary_line_under_a_picture_is_compared_through_the_sanitizer() -> None:
+    """Only the count of changes and the times are masked (the cells assert on them)."""
+    from helpers.swimlanes import Drawn
+
+    cfg = Path(__file__).with_name("nbval-sanitize.cfg").read_text()
+    patterns = get_sanitize_patterns(cfg)
+
+    def sanitized(text: str) -> str:
+        for regex, replacement in patterns:
+            text = re.sub(regex, replacement, text)
+        return text
+
+    def line(changes: int, first: float) -> str:
+        objects = (("Deployment", 1, 0, 0), ("Pod", 3, 0, 0))
+        return str(Drawn(6, (1, 2, 3, 4, 5, 6), objects, changes, first, first + 0.2))
+
+    assert sanitized(line(23, 0.7)) == sanitized(line(31, 12.5))
+    assert sanitized(line(23, 0.7)) != sanitized(str(Drawn(6, (1, 2, 3), (), 23, 0.7, 0.9)))
+    assert "steps 1-6 (+ statuses)" in line(23, 0.7)
+
+
+def test_the_table_fits_a_laptops_notebook_column() -> None:
+    """The first table of chapter 07 was 170 characters wide."""
+    names = ["web-5d4f8-aaaaa", "web-5d4f8-bbbbb"]
+    order = [f"{n}-{s}" for n in names for s in ("created", "bound", "started")]
+    changes = attribute_all(
+        a_recorded_chain(order), events_for(names), DEFAULT_STATUS_WRITERS, NODES
+    )
+    rows = [*summary(changes)]
+    rows.append(
+        replace(
+            rows[0],
+            step=8,
+            what="Deployment web",
+            actor="deployment-controller",
+            change="status availableReplicas=3",
+            evidence="managedFields + RBAC",
+        )
+    )
+    assert max(len(line) for line in table(rows).splitlines()) <= 110
+
+
+def test_an_informer_records_without_waiting_for_a_judgement() -> None:
+    """A wait judged its condition while holding the lock every arrival needed: on a long
+    record the informers' threads waited for each judgement and wrote the next changes down
+    late, all at once (chapter 07's killed Pod drew 13 changes within one millisecond)."""
+    import threading
+    import time
+
+    recorder = ChainRecorder(kubernetes.client.ApiClient(), NS)  # never started: no request
+    judging, took = threading.Event(), []
+
+    def slow(changes: list[Change]) -> bool:
+        judging.set()
+        time.sleep(0.3)  # a long record's judgement
+        return len(recorder.observations()) >= 2
+
+    def informer() -> None:
+        judging.wait(5)
+        began = time.monotonic()
+        recorder.record("Deployment", "updated", deployment(3), deployment(2))
+        took.append(time.monotonic() - began)
+
+    thread = threading.Thread(target=informer, name="informer-test")
+    thread.start()
+    recorder.record("Deployment", "updated", deployment(2), deployment(3))
+    recorder.wait_for(slow, what="two changes", timeout=5)
+    thread.join(5)
+    assert took and took[0] < 0.1, took

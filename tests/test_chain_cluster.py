@@ -22,15 +22,18 @@ from helpers.chain import (
     YOU,
     ChainRecorder,
     Change,
+    cluster_roles,
     names,
     node_agent,
     pod_counts,
     ready_count,
     replicas_asked,
     state,
+    status_grants,
     status_writers,
 )
 from helpers.events import EventRecorder
+from helpers.swimlanes import LiveSwimlanes
 
 pytestmark = pytest.mark.cluster
 
@@ -100,9 +103,9 @@ def test_a_fresh_deployment_has_each_step_attributed_to_its_actor(
     assert names(changes, "Pod", "not bound yet") == pods, "step 4 held for every Pod"
     by_evidence = {(c.step, c.evidence) for c in changes if c.step in (2, 3, 5)}
     assert by_evidence == {
-        (2, "managedFields: kube-controller-manager + Event ScalingReplicaSet"),
-        (3, "managedFields: kube-controller-manager + Event SuccessfulCreate"),
-        (5, "pods/binding + Event Scheduled"),
+        (2, "Event ScalingReplicaSet"),
+        (3, "Event SuccessfulCreate"),
+        (5, "Event Scheduled"),
     }
     ready_pods = [c.name for c in changes if c.field == "Ready" and c.after == "True"]
     for pod in pods:  # each Pod: created, then bound, then Ready, in that order
@@ -156,6 +159,8 @@ def test_a_rolling_update_moves_replicas_to_a_second_replicaset_within_the_limit
     start = recorder.now()
     image = {"containers": [{"name": "pause", "image": IMAGES[1]}]}
     apps = kubernetes.client.AppsV1Api(api)
+    picture = LiveSwimlanes(recorder, caption="c", title="t", since=start, limits=(4, 3),
+                            show=False)  # fmt: skip
     apps.patch_namespaced_deployment(
         "web", namespace, {"spec": {"template": {"spec": image}}}, field_manager=YOU
     )
@@ -196,9 +201,18 @@ def test_a_rolling_update_moves_replicas_to_a_second_replicaset_within_the_limit
     assert min(ready[i] for i in during) >= 3, "maxUnavailable 25% of 3: none unavailable"
     images = {p["spec"]["containers"][0]["image"] for p in recorder.objects("Pod")}
     assert images == {IMAGES[1]}
+    picture.freeze(changes)  # what chapter 07's picture draws, and the line under it says
+    assert picture.drawn.counts == (4, 3, 3), picture.drawn
+    assert ("Pod", 3, 3, 0) in picture.drawn.objects, picture.drawn
 
 
-def test_rbac_names_one_status_writer_per_resource(api: kubernetes.client.ApiClient) -> None:
+def test_rbac_allows_two_controllers_each_status_and_one_writes_it(
+    api: kubernetes.client.ApiClient,
+) -> None:
+    """The cluster's own roles: the garbage collector's "*" allows it every status too."""
+    grants = status_grants(cluster_roles(api), DEFAULT_STATUS_WRITERS)
+    for resource, writer in DEFAULT_STATUS_WRITERS.items():
+        assert {g.controller for g in grants[resource]} == {writer, "generic-garbage-collector"}
     assert status_writers(api) == DEFAULT_STATUS_WRITERS
 
 

@@ -5,6 +5,7 @@ cluster: each check runs and records what it asks about)."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -47,34 +48,41 @@ def test_exercise_1_the_failed_pod_drill(
     assert verdict.correct, verdict
 
 
-@pytest.mark.cluster
-def test_exercise_2_a_strategy_within_limits(
-    api: kubernetes.client.ApiClient, chapter_namespace: str
+def test_exercise_2_answers_of_the_wrong_shape_are_wrong_at_once(
+    api: kubernetes.client.ApiClient,
 ) -> None:
-    assert ch07.check_2(None, api, chapter_namespace).state == "not attempted yet"
-    assert ch07.check_2({"maxSurge": 1}, api, chapter_namespace).state == "wrong"
-
-    refused = ch07.check_2({"maxSurge": 0, "maxUnavailable": 0}, api, chapter_namespace)
-    assert refused.state == "wrong" and "refused" in refused.detail
-
-    # What the chapter printed: the default 25% / 25% (a surge of one Pod for 4 replicas).
-    printed = ch07.check_2({"maxSurge": "25%", "maxUnavailable": "25%"}, api, chapter_namespace)
-    assert printed.state == "wrong" and "asked for 5 Pods" in printed.detail, printed
-
-    careless = ch07.check_2({"maxSurge": 0, "maxUnavailable": 2}, api, chapter_namespace)
-    assert careless.state == "wrong" and "Ready at one point" in careless.detail
-
-    assert ch07.check_2({"maxSurge": "0%", "maxUnavailable": "25%"}, api, chapter_namespace).correct
+    """Before anything runs on the cluster (the namespace does not even exist)."""
+    assert ch07.check_2(None, api, "unused").state == "not attempted yet"
+    assert ch07.check_2(dict.fromkeys(ch07.KEYS_2), api, "unused").state == "not attempted yet"
+    for shape in (
+        {"finishes": "yes", "fewest Ready": 2, "first to go": "not Ready"},
+        {"finishes": True, "fewest Ready": True, "first to go": "not Ready"},
+        {"finishes": True, "fewest Ready": 2, "first to go": "the broken one"},
+        {"finishes": True, "fewest Ready": 2},
+    ):
+        verdict = ch07.check_2(shape, api, "unused")
+        assert verdict.state == "wrong" and "answer_2 should be" in verdict.detail, shape
 
 
 @pytest.mark.cluster
-def test_exercise_2_a_right_answer_after_run_all_is_not_blamed(
+def test_exercise_2_a_rollout_that_starts_short(
     api: kubernetes.client.ApiClient, chapter_namespace: str
 ) -> None:
-    """Run All's last cell deletes the namespace; the check used to say "the API server refused
-    that strategy: namespaces ... not found"."""
+    """The chapter printed "at least 3 stay Ready" for these limits: copied, that is wrong; a
+    rollout that waits for the broken Pod is wrong; a Ready Pod first is wrong. The hints say
+    why without giving the number. The solution is right, also after Run All."""
+    printed = {"finishes": True, "fewest Ready": 3, "first to go": "not Ready"}
+    verdict = ch07.check_2(printed, api, chapter_namespace)
+    assert verdict.state == "wrong" and "fewest Ready" in verdict.detail, verdict
+    assert "2" not in verdict.detail, "the hint does not give the number away"
+    stuck = {"finishes": False, "fewest Ready": 2, "first to go": "not Ready"}
+    verdict = ch07.check_2(stuck, api, chapter_namespace)
+    assert verdict.state == "wrong" and "it did finish" in verdict.detail, verdict
+    ready_first = {"finishes": True, "fewest Ready": 2, "first to go": "Ready"}
+    verdict = ch07.check_2(ready_first, api, chapter_namespace)
+    assert verdict.state == "wrong" and "first to go" in verdict.detail, verdict
     namespaces.delete_namespace(api, chapter_namespace)
-    verdict = ch07.check_2(solutions.strategy_2, api, chapter_namespace)
+    verdict = ch07.check_2(solutions.answer_2, api, chapter_namespace)
     assert verdict.correct, verdict
 
 
@@ -115,6 +123,44 @@ def test_exercise_3_be_the_scheduler(
     namespaces.delete_namespace(api, chapter_namespace)
     verdict = ch07.check_3(solutions.bind, api, chapter_namespace)
     assert verdict.correct, verdict
+
+
+@pytest.mark.cluster
+def test_exercise_3_the_generated_binding_call_binds_and_is_told_why_it_raised(
+    api: kubernetes.client.ApiClient, chapter_namespace: str
+) -> None:
+    """The obvious create_namespaced_pod_binding binds the Pod and then raises ValueError: the
+    API server answers with a Status, which the client reads as a V1Binding. The check used to
+    call that wrong."""
+
+    def generated(core: kubernetes.client.CoreV1Api, namespace: str, pod: str, node: str) -> None:
+        body = {"metadata": {"name": pod}, "target": {"kind": "Node", "name": node}}
+        core.create_namespaced_pod_binding(pod, namespace, body)
+
+    verdict = ch07.check_3(generated, api, chapter_namespace)
+    assert verdict.correct and "ValueError" in verdict.detail, verdict
+    assert "_preload_content=False" in verdict.detail
+
+
+@pytest.mark.cluster
+def test_exercise_3_a_bind_that_binds_nothing_is_wrong_within_seconds(
+    api: kubernetes.client.ApiClient, chapter_namespace: str
+) -> None:
+    """It used to wait 60 s in silence and end in a CourseError (the check caught TimeoutError,
+    wait_for raises CourseError)."""
+
+    def nothing(core: kubernetes.client.CoreV1Api, namespace: str, pod: str, node: str) -> None:
+        core.read_namespaced_pod(pod, namespace)
+
+    def elsewhere(core: kubernetes.client.CoreV1Api, namespace: str, pod: str, node: str) -> None:
+        nodes = sorted(n.metadata.name for n in core.list_node().items)
+        solutions.bind(core, namespace, pod, nodes[0])
+
+    for wrong_bind, says in ((nothing, "has no node"), (elsewhere, "is on")):
+        started = time.monotonic()
+        verdict = ch07.check_3(wrong_bind, api, chapter_namespace)
+        assert verdict.state == "wrong" and says in verdict.detail, verdict
+        assert time.monotonic() - started < 10
 
 
 def replica_change(at: float, name: str, field: str, after: str) -> Change:

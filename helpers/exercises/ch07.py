@@ -4,15 +4,20 @@ Each check runs what it asks about on the cluster, in the chapter's namespace
 (brought back if Run All has deleted it), and deletes what it made: exercise 1
 fails two Pods of a Deployment and scales it, recorded by
 :class:`helpers.chain.ChainRecorder`, and compares the counts with the
-learner's prediction; exercise 2 runs a rolling update with the learner's
-strategy and counts what the ReplicaSets asked for and the Ready Pods;
+learner's prediction; exercise 2 makes one Pod of a Deployment not Ready, runs
+a rolling update and compares what happened with the learner's prediction;
 exercise 3 creates a Pod no scheduler takes and lets the learner's function
 bind it.
+
+An answer of the wrong shape is "wrong" at once, before anything runs. A check
+that waits on the cluster says so in a line every few seconds ("still
+waiting"), and one the cluster cannot finish says that, instead of a traceback.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import kubernetes
@@ -20,18 +25,25 @@ from kubernetes.client.exceptions import ApiException
 
 from .. import namespaces
 from ..apierrors import explain
-from ..chain import YOU, ChainRecorder, names, pod_counts, replicas_asked
+from ..chain import YOU, ChainRecorder, Change, names, pod_counts, state
 from ..errors import CourseError
 from ..waiting import wait_for
 from . import CannotCheck, Verdict, correct, not_attempted, wrong
 
 TIMEOUT = 60.0
-"""Seconds a check's Deployment may take to become ready (kind pulls the image)."""
+"""Seconds a check waits for the cluster in all (kind pulls the image)."""
+PATIENCE = 5.0
+"""Seconds between two "still waiting" lines."""
 
 IMAGES = ("registry.k8s.io/pause:3.9", "registry.k8s.io/pause:3.10")
 
 
-def _deployment(name: str, replicas: int, strategy: Mapping[str, Any] | None = None) -> dict:
+def _say(exercise: str, text: str) -> None:
+    """A line while a check works (the verdict comes after)."""
+    print(f"… Exercise {exercise}: {text}", flush=True)
+
+
+def _deployment(name: str, replicas: int) -> dict:
     labels = {"app": name}
     spec: dict[str, Any] = {
         "replicas": replicas,
@@ -41,8 +53,6 @@ def _deployment(name: str, replicas: int, strategy: Mapping[str, Any] | None = N
             "spec": {"containers": [{"name": "pause", "image": IMAGES[0]}]},
         },
     }
-    if strategy is not None:
-        spec["strategy"] = {"type": "RollingUpdate", "rollingUpdate": dict(strategy)}
     return {"metadata": {"name": name}, "spec": spec}
 
 
@@ -54,7 +64,7 @@ def _delete(apps: kubernetes.client.AppsV1Api, name: str, namespace: str) -> Non
             raise
 
 
-def _mine(changes: list[Any], name: str) -> list[Any]:
+def _mine(changes: Sequence[Change], name: str) -> list[Change]:
     """The changes of Deployment ``name`` and of what it owns (named after it)."""
     return [change for change in changes if change.name.startswith(name)]
 
@@ -65,6 +75,80 @@ def _kwok_only(api: kubernetes.client.ApiClient) -> bool:
     return bool(nodes) and all(
         "kwok.x-k8s.io/node" in (node.metadata.annotations or {}) for node in nodes
     )
+
+
+class _Unfinished(Exception):
+    """The cluster did not reach what a check waited for within ``TIMEOUT``."""
+
+
+def _waiting(exercise: str, wait: Callable[[float], list[Change]], what: str) -> list[Change]:
+    """``wait(timeout)`` (a recorder's wait) in steps of ``PATIENCE`` seconds, saying "still
+    waiting for <what>" after each; :class:`_Unfinished` after ``TIMEOUT`` in all."""
+    started = time.monotonic()
+    while True:
+        left = TIMEOUT - (time.monotonic() - started)
+        try:
+            return wait(min(PATIENCE, max(left, 0.1)))
+        except CourseError as err:
+            waited = time.monotonic() - started
+            if waited >= TIMEOUT:
+                raise _Unfinished(str(err).splitlines()[0]) from err
+            _say(exercise, f"still waiting for {what} ({waited:.0f} s so far)")
+
+
+def _settle(
+    exercise: str,
+    recorder: ChainRecorder,
+    name: str,
+    replicas: int,
+    *,
+    since: float,
+    also: Callable[[list[Change]], bool] | None = None,
+    what: str = "",
+) -> list[Change]:
+    """:meth:`ChainRecorder.wait_settled`, saying "still waiting" while it waits."""
+    return _waiting(
+        exercise,
+        lambda timeout: recorder.wait_settled(
+            name, replicas, since=since, also=also, timeout=timeout
+        ),
+        what or f"Deployment {name} to settle at {replicas} Ready Pods",
+    )
+
+
+def _fail(core: kubernetes.client.CoreV1Api, namespace: str, pod: str) -> None:
+    """Write the status a kubelet would write for a Pod evicted from its node."""
+    failed = {"status": {"phase": "Failed", "conditions": [{"type": "Ready", "status": "False"}]}}
+    core.patch_namespaced_pod_status(pod, namespace, failed, field_manager=YOU)
+
+
+def _not_ready(core: kubernetes.client.CoreV1Api, namespace: str, pod: str) -> None:
+    """Write the status a kubelet would write for a Pod whose container has crashed."""
+    container = {
+        "name": "pause", "image": IMAGES[0], "imageID": "", "ready": False, "restartCount": 1,
+        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+        "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+    }  # fmt: skip
+    status = {"conditions": [{"type": "Ready", "status": "False"}]}
+    status["containerStatuses"] = [container]
+    core.patch_namespaced_pod_status(pod, namespace, {"status": status}, field_manager=YOU)
+
+
+def _running(recorder: ChainRecorder, name: str) -> list[str]:
+    """The names of Deployment ``name``'s Running Pods, in the recorder's cache, sorted."""
+    return sorted(
+        p["metadata"]["name"]
+        for p in recorder.objects("Pod")
+        if p["metadata"]["name"].startswith(f"{name}-")
+        and (p.get("status") or {}).get("phase") == "Running"
+        and not p["metadata"].get("deletionTimestamp")
+    )
+
+
+NEEDS_KWOK = (
+    "a real kubelet owns its Pods' status, so this drill needs the local control plane "
+    "(kwok); compare your answer with the solution in notebooks/solutions/ch07.py"
+)
 
 
 # --- exercise 1: the Failed-Pod drill, predicted --------------------------------------------------
@@ -79,28 +163,24 @@ HINTS_1 = {
 }
 
 
-def _fail(core: kubernetes.client.CoreV1Api, namespace: str, pod: str) -> None:
-    """Write the status a kubelet would write for a Pod whose containers ended for good."""
-    failed = {"status": {"phase": "Failed", "conditions": [{"type": "Ready", "status": "False"}]}}
-    core.patch_namespaced_pod_status(pod, namespace, failed, field_manager=YOU)
-
-
 def check_1(
     answer: Mapping[str, int | None] | None, api: kubernetes.client.ApiClient, namespace: str
 ) -> Verdict:
     """``{"Running", "Failed", "created", "deleted"}`` for the drill, checked on the cluster."""
     if answer is None or not any(v is not None for v in answer.values()):
         return not_attempted("1", "fill in a number for each key of answer_1")
-    if set(answer) != set(KEYS_1) or not all(isinstance(v, int) for v in answer.values()):
+    if set(answer) != set(KEYS_1) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in answer.values()
+    ):
         return wrong("1", f"answer_1 should give a whole number for each of {list(KEYS_1)}")
     if not _kwok_only(api):
-        return CannotCheck(
-            "1",
-            "a real kubelet owns its Pods' status, so this drill needs the local control plane "
-            "(kwok); compare your answer with the solution in notebooks/solutions/ch07.py",
-        )
+        return CannotCheck("1", NEEDS_KWOK)
     namespace = namespaces.ensure_namespace(api, namespace)
-    seen = _drill_1(api, namespace)
+    _say("1", "running the drill on the cluster (a few seconds)")
+    try:
+        seen = _drill_1(api, namespace)
+    except _Unfinished as err:
+        return CannotCheck("1", f"the cluster did not finish the drill: {err}")
     differ = [key for key in KEYS_1 if answer[key] != seen[key]]
     if differ:
         key = differ[0]
@@ -116,23 +196,17 @@ def _drill_1(api: kubernetes.client.ApiClient, namespace: str) -> dict[str, int]
     with ChainRecorder(api, namespace) as recorder:
         try:
             apps.create_namespaced_deployment(namespace, _deployment(name, 3), field_manager=YOU)
-            first = recorder.wait_settled(name, 3, since=0.0)
+            first = _settle("1", recorder, name, 3, since=0.0)
             initial = names(_mine(first, name), "Pod", "created")
             for _ in range(2):
                 since = recorder.now()
-                running = sorted(
-                    p["metadata"]["name"]
-                    for p in recorder.objects("Pod")
-                    if p["metadata"]["name"].startswith(name)
-                    and (p.get("status") or {}).get("phase") == "Running"
-                )
-                _fail(core, namespace, running[0])
+                _fail(core, namespace, _running(recorder, name)[0])
                 replaced = lambda c: bool(names(_mine(c, name), "Pod", "created"))  # noqa: E731
-                recorder.wait_settled(name, 3, since=since, also=replaced)
+                _settle("1", recorder, name, 3, since=since, also=replaced)
             since = recorder.now()
             apps.patch_namespaced_deployment(name, namespace, {"spec": {"replicas": 2}})
-            recorder.wait_settled(
-                name, 2, since=since,
+            _settle(
+                "1", recorder, name, 2, since=since,
                 also=lambda c: bool(names(_mine(c, name), "Pod", "deletionTimestamp")),
             )  # fmt: skip
             changes = _mine(recorder.changes(), name)
@@ -141,79 +215,128 @@ def _drill_1(api: kubernetes.client.ApiClient, namespace: str) -> dict[str, int]
             phases = [p.status.phase for p in live]
         finally:
             _delete(apps, name, namespace)
-    deleters = {"replicaset-controller"}
     return {
         "Running": phases.count("Running"),
         "Failed": phases.count("Failed"),
         "created": len(names(changes, "Pod", "created") - initial),
         "deleted": len(
-            {c.name for c in changes if c.field == "deletionTimestamp" and c.actor in deleters}
+            {
+                c.name
+                for c in changes
+                if c.field == "deletionTimestamp" and c.actor == "replicaset-controller"
+            }
         ),
     }
 
 
-# --- exercise 2: a rollout strategy within limits ---------------------------------------------
+# --- exercise 2: a rollout that starts one Pod short ----------------------------------------------
+
+KEYS_2 = ("finishes", "fewest Ready", "first to go")
+FIRST_TO_GO = ("not Ready", "Ready")
+HINTS_2 = {
+    "finishes": "maxSurge lets the new ReplicaSet grow above spec.replicas whatever the old "
+    "Pods' state, and what is already unavailable is not held against what may go",
+    "fewest Ready": "the limits bound what deployment-controller takes away, not what was "
+    "already missing when the update began",
+    "first to go": "a ReplicaSet that scales down gives up the Pods furthest from being useful "
+    "first (the ranking in the rolling update section)",
+}
 
 
 def check_2(
-    strategy: Mapping[str, Any] | None, api: kubernetes.client.ApiClient, namespace: str
+    answer: Mapping[str, Any] | None, api: kubernetes.client.ApiClient, namespace: str
 ) -> Verdict:
-    """A rolling update of 4 replicas with ``strategy``: the ReplicaSets ask for at most 4 Pods,
-    and at least 3 are Ready all the time."""
-    if strategy is None:
-        return not_attempted("2", 'set strategy_2 to {"maxSurge": ..., "maxUnavailable": ...}')
-    if not isinstance(strategy, Mapping) or set(strategy) != {"maxSurge", "maxUnavailable"}:
+    """``{"finishes": bool, "fewest Ready": int, "first to go": "not Ready" | "Ready"}`` for a
+    rolling update of 3 replicas (default strategy) that starts with one Pod not Ready."""
+    if answer is None or not any(v is not None for v in answer.values()):
+        return not_attempted("2", 'fill in each key of answer_2 ("finishes", "fewest Ready", ...)')
+    shape = (
+        isinstance(answer, Mapping)
+        and set(answer) == set(KEYS_2)
+        and isinstance(answer["finishes"], bool)
+        and isinstance(answer["fewest Ready"], int)
+        and not isinstance(answer["fewest Ready"], bool)
+        and answer["first to go"] in FIRST_TO_GO
+    )
+    if not shape:
         return wrong(
-            "2", 'strategy_2 should be a dict with the keys "maxSurge" and "maxUnavailable"'
+            "2",
+            'answer_2 should be {"finishes": True or False, "fewest Ready": a whole number, '
+            '"first to go": "not Ready" or "Ready"}',
         )
-    namespace = namespaces.ensure_namespace(api, namespace)  # after Run All the chapter deleted it
-    name, apps = "ex2-rollout", kubernetes.client.AppsV1Api(api)
+    if not _kwok_only(api):
+        return CannotCheck("2", NEEDS_KWOK)
+    namespace = namespaces.ensure_namespace(api, namespace)
+    _say("2", "running the rolling update on the cluster (a few seconds)")
+    try:
+        seen = _drill_2(api, namespace)
+    except _Unfinished as err:
+        return CannotCheck("2", f"the cluster did not get the Deployment ready: {err}")
+    differ = [key for key in KEYS_2 if answer[key] != seen[key]]
+    if differ:
+        key = differ[0]
+        said = {True: "it did finish", False: "it did not finish"}
+        got = said[seen[key]] if key == "finishes" else f"that was not {answer[key]!r}"
+        return wrong("2", f"{key}: {got}; {HINTS_2[key]}")
+    return correct(
+        "2",
+        f"it finishes, never fewer than {seen['fewest Ready']} Ready, and the "
+        f"{seen['first to go']} Pod went first",
+    )
+
+
+def _drill_2(api: kubernetes.client.ApiClient, namespace: str) -> dict[str, Any]:
+    """Deployment of 3 (default strategy); one Pod not Ready; a new image; what happened."""
+    name = "ex2-short"
+    apps, core = kubernetes.client.AppsV1Api(api), kubernetes.client.CoreV1Api(api)
     _delete(apps, name, namespace)
     with ChainRecorder(api, namespace) as recorder:
         try:
-            try:
-                apps.create_namespaced_deployment(
-                    namespace, _deployment(name, 4, strategy), field_manager=YOU
-                )
-            except ApiException as err:
-                if err.status != 422:  # only an invalid strategy is the answer's fault
-                    raise
-                return wrong("2", f"the API server refused that strategy: {explain(err)}")
-            recorder.wait_settled(name, 4, since=0.0)
+            apps.create_namespaced_deployment(namespace, _deployment(name, 3), field_manager=YOU)
+            _settle("2", recorder, name, 3, since=0.0)
+            old = set(_running(recorder, name))
+            down = min(old)
+            since = recorder.now()
+            _not_ready(core, namespace, down)
+            reported = f"Deployment {name} to report 2 available"
+            _waiting(  # the Deployment's own status says 2: deployment-controller has seen it
+                "2",
+                lambda timeout: recorder.wait_for(
+                    lambda c: state(c, "Deployment", name).get("status.availableReplicas") == "2",
+                    what=reported, since=since, timeout=timeout,
+                ),
+                reported,
+            )  # fmt: skip
             start = recorder.now()
-            old = {
-                p["metadata"]["name"]
-                for p in recorder.objects("Pod")
-                if p["metadata"]["name"].startswith(name)
-            }
             image = {"containers": [{"name": "pause", "image": IMAGES[1]}]}
             apps.patch_namespaced_deployment(
                 name, namespace, {"spec": {"template": {"spec": image}}}, field_manager=YOU
             )
             try:
-                recorder.wait_settled(
-                    name, 4, since=start, also=lambda c: old <= names(c, "Pod", "deleted")
-                )
-            except CourseError:
-                return wrong("2", "the rolling update did not finish within a minute")
+                _settle(
+                    "2", recorder, name, 3, since=start,
+                    also=lambda c: old <= names(c, "Pod", "deleted"),
+                    what="the rolling update to finish",
+                )  # fmt: skip
+                finished = True
+            except _Unfinished:
+                finished = False
             changes = _mine(recorder.changes(), name)
         finally:
             _delete(apps, name, namespace)
     times, _existing, ready = pod_counts(changes)
-    fewest = min(ready[i] for i, at in enumerate(times) if at >= start)
-    asked = max(replicas_asked(changes, since=start)[1])
-    if asked > 4:
-        return wrong(
-            "2",
-            f"the ReplicaSets asked for {asked} Pods at one point: maxSurge lets new Pods "
-            "start before old ones go",
-        )
-    if fewest < 3:
-        return wrong(
-            "2",
-            f"only {fewest} Pods were Ready at one point: maxUnavailable lets old Pods go first",
-        )
-    return correct("2", f"the ReplicaSets asked for at most {asked} Pods; at least {fewest} Ready")
+    before = [n for at, n in zip(times, ready, strict=True) if at < start][-1:]
+    during = before + [n for at, n in zip(times, ready, strict=True) if at >= start]
+    gone = [
+        c.name
+        for c in changes
+        if c.at >= start and c.field == "deletionTimestamp" and c.actor == "replicaset-controller"
+    ]
+    return {
+        "finishes": finished,
+        "fewest Ready": min(during),
+        "first to go": "not Ready" if gone and gone[0] == down else "Ready",
+    }
 
 
 # --- exercise 3: be the scheduler -------------------------------------------------------------
@@ -226,7 +349,10 @@ def check_3(
     api: kubernetes.client.ApiClient,
     namespace: str,
 ) -> Verdict:
-    """``bind(core, namespace, pod, node)`` puts the Pod on the node, as the scheduler does."""
+    """``bind(core, namespace, pod, node)`` puts the Pod on the node, as the scheduler does.
+
+    Judged on the Pod right after ``bind`` returns (a Binding sets ``spec.nodeName`` before
+    the API server answers), then, once it is right, on the Pod running there."""
     if bind is None:
         return not_attempted("3", "set bind to your function (core, namespace, pod, node)")
     namespace = namespaces.ensure_namespace(api, namespace)
@@ -243,37 +369,82 @@ def check_3(
     }
     uid = core.create_namespaced_pod(namespace, pod).metadata.uid
     try:
-        try:
-            bind(core, namespace, name, node)
-        except ApiException as err:
-            if err.status == 403:  # the account may not: the answer cannot be judged here
-                return CannotCheck(
-                    "3",
-                    f"this account may not do that here ({explain(err)}); a workshop attendee "
-                    "may not create Bindings: compare with notebooks/solutions/ch07.py",
-                )
-            return wrong("3", f"the API server refused it: {explain(err)}")
-        except Exception as err:
-            return wrong("3", f"bind raised {type(err).__name__}: {err}")
-        try:
-            found = wait_for(
-                core.list_namespaced_pod,
-                lambda pods: (pods.get(name) or {}).get("status", {}).get("phase") == "Running",
-                what=f"Pod {name} to run",
-                timeout=TIMEOUT,
-                namespace=namespace,
-            )[name]
-        except TimeoutError:
-            return wrong("3", f"Pod {name} never ran: it has no node (spec.nodeName is empty)")
+        return _judge_3(bind, core, namespace, name, node, uid)
     finally:
         _delete_pod(core, namespace, name)
-    if found["metadata"]["uid"] != uid:
+
+
+def _judge_3(
+    bind: Callable[[kubernetes.client.CoreV1Api, str, str, str], Any],
+    core: kubernetes.client.CoreV1Api,
+    namespace: str,
+    name: str,
+    node: str,
+    uid: str,
+) -> Verdict:
+    note = ""
+    try:
+        bind(core, namespace, name, node)
+    except ApiException as err:
+        if err.status == 403:  # the account may not: the answer cannot be judged here
+            return CannotCheck(
+                "3",
+                f"this account may not do that here ({explain(err)}); a workshop attendee "
+                "may not create Bindings: compare with notebooks/solutions/ch07.py",
+            )
+        return wrong("3", f"the API server refused it: {explain(err)}")
+    except ValueError as err:  # the generated client reading the answer as a V1Binding
+        note = (
+            f" (your call raised ValueError: {err}. The Pod was bound; the API server "
+            "answered with a Status, which the generated client tried to read as a V1Binding: "
+            "pass _preload_content=False to take the answer raw)"
+        )
+    except Exception as err:
+        return wrong("3", f"bind raised {type(err).__name__}: {err}")
+    try:
+        now = core.read_namespaced_pod(name, namespace)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+        return wrong("3", f"Pod {name} is gone: the scheduler binds the Pod it has, and keeps it")
+    if now.metadata.uid != uid:
         return wrong(
             "3", "that is another Pod of the same name: the scheduler binds the Pod it has"
         )
-    if found["spec"].get("nodeName") != node:
-        return wrong("3", f"the Pod runs on {found['spec'].get('nodeName')}, not on {node}")
-    return correct("3", f"a Binding: the API server set spec.nodeName to {node}, and it runs")
+    if now.spec.node_name != node:
+        if note:
+            return wrong("3", f"bind raised ValueError and the Pod has no node{note}")
+        where = f"is on {now.spec.node_name}" if now.spec.node_name else "has no node"
+        return wrong(
+            "3",
+            f"right after bind returned, Pod {name} {where}, where it should be on {node}: a "
+            "Binding sets spec.nodeName before the API server answers",
+        )
+    if not _runs(core, namespace, name):
+        return CannotCheck(
+            "3", f"Pod {name} is bound to {node}, and that node did not run it within "
+            f"{TIMEOUT:.0f} s: look at the node (`python -m helpers.cluster logs`)",
+        )  # fmt: skip
+    return correct("3", f"a Binding: the API server set spec.nodeName to {node}, and it runs{note}")
+
+
+def _runs(core: kubernetes.client.CoreV1Api, namespace: str, name: str) -> bool:
+    """Wait for the Pod to run, saying "still waiting" every ``PATIENCE`` seconds."""
+    started = time.monotonic()
+    while time.monotonic() - started < TIMEOUT:
+        try:
+            wait_for(
+                core.list_namespaced_pod,
+                lambda pods: (pods.get(name) or {}).get("status", {}).get("phase") == "Running",
+                what=f"Pod {name} to run",
+                timeout=PATIENCE,
+                namespace=namespace,
+            )
+            return True
+        except CourseError:
+            waited = time.monotonic() - started
+            _say("3", f"the Pod is bound; still waiting for it to run ({waited:.0f} s so far)")
+    return False
 
 
 def _delete_pod(core: kubernetes.client.CoreV1Api, namespace: str, name: str) -> None:

@@ -9,15 +9,20 @@ import kubernetes
 # 12,500 terminated Pods). Scaling 3 -> 2 deletes one of the three active, Running Pods.
 answer_1 = {"Running": 2, "Failed": 2, "created": 2, "deleted": 1}
 
-# 2. The ReplicaSets may ask for no Pod above 4: maxSurge 0. Then the update can only proceed by
-# taking an old Pod away first: maxUnavailable 1 (4 - 1 = 3 stay Ready). "25%" of 4 is also 1,
-# rounded down.
-strategy_2 = {"maxSurge": 0, "maxUnavailable": 1}
+# 2. It finishes. The new ReplicaSet may grow to 1 at once: maxSurge counts Pods above
+# spec.replicas, whatever the old Pods' state. Nothing old goes until that new Pod is
+# available (maxScaledDown = 4 asked - 3 minimum - 1 new unavailable = 0). Then
+# reconcileOldReplicaSets may take 1 away, and cleanupUnhealthyReplicas spends it on the old
+# ReplicaSet's unhealthy Pod first: the old ReplicaSet goes to 2, and replicaset-controller
+# deletes the not-Ready Pod, which ranks first (not ready before ready). Ready Pods: 2 when the
+# update starts (the limits bound what deployment-controller takes away, not what was already
+# down), 3 once the new Pod is Ready, and never fewer afterwards.
+answer_2 = {"finishes": True, "fewest Ready": 2, "first to go": "not Ready"}
 
 
 # 3. The scheduler never updates a Pod: it creates a Binding through the Pod's binding
-# subresource, and the API server sets spec.nodeName. (The answer is a Status, which the
-# Python client cannot read as a Binding: take it raw.)
+# subresource, and the API server sets spec.nodeName. The answer is a Status, which the
+# generated client cannot read as a V1Binding: take it raw.
 def bind(core: kubernetes.client.CoreV1Api, namespace: str, pod: str, node: str) -> None:
     binding = {
         "apiVersion": "v1",
