@@ -1,7 +1,7 @@
 // Module upstream pins the upstream sources the chapters cite, at the versions the course runs:
 // Kubernetes v1.36.3 (the cluster, cluster/go/kubernetes), its staging modules at v0.36.3,
-// sample-controller v0.36.3 (benchmarks/go), and controller-runtime v0.24.1, the release built on
-// client-go v0.36. It builds nothing. `go mod download` in this folder brings their sources into
+// sample-controller v0.36.3 (benchmarks/go), controller-runtime v0.24.1, the release built on
+// client-go v0.36, and kwok v0.8.0 (cluster/go/kwok). It builds nothing. `go mod download` in this folder brings their sources into
 // the Go module cache, where tests/test_upstream_links.py checks every link a chapter makes to
 // github.com/kubernetes/...: the tag is the version pinned here, the file exists at that version,
 // and the identifier the link names is defined inside the linked lines.
@@ -19,7 +19,9 @@ require (
 	k8s.io/kubernetes v1.36.3
 	k8s.io/sample-controller v0.36.3
 	sigs.k8s.io/controller-runtime v0.24.1
+	sigs.k8s.io/kwok v0.8.0
 )
+
 replace (
 	k8s.io/api => k8s.io/api v0.36.3
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.36.3
