@@ -7,7 +7,9 @@ clock, when each object appeared, when it was first seen with a
 ``deletionTimestamp``, when its finalizers changed and when it was deleted;
 whoever does the cleanup notes its attempts with :meth:`DeletionRecorder.attempt`.
 A Condition is notified on every note, so a cell waits for a state, never for a
-fixed time. :func:`plot_deletion` draws the notes.
+fixed time. :func:`plot_deletion` draws the notes, and prints in one line what it
+drew (the rows, the cleanup attempts by outcome, how long the Foo was Terminating),
+so a notebook's stored text says what the picture shows.
 """
 
 from __future__ import annotations
@@ -91,6 +93,11 @@ class DeletionRecorder:
             return [n for n in self.notes if (n.kind, n.name) == (kind, name)
                     and (what is None or n.what == what)]  # fmt: skip
 
+    def terminating_for(self, kind: str, name: str) -> float:
+        """Seconds from "terminating" to "deleted" for one object (0 if either is missing)."""
+        with self.changed:
+            return _span(self.notes, kind, name)
+
     def stop(self) -> None:
         for informer in self.informers:
             informer.stop()
@@ -149,7 +156,16 @@ def plot_deletion(recorder: DeletionRecorder, rows: Sequence[tuple[str, str]],
     )
     ax.tick_params(labelsize=TEXT)
     figure.tight_layout()
+    drawn = ", ".join(f"{kind} {name}" for kind, name in rows)
+    gone = [f"{kind} {name}" for kind, name in rows if _gone(notes, kind, name)]
+    print(f"drew {len(rows)} rows ({drawn}): {failed} failed cleanups (x) and "
+          f"{len(attempts) - failed} done (o); Foo {foo} Terminating ≈{held:.1f} s; "
+          f"gone by the end: {', '.join(gone) or 'none'}")  # fmt: skip
     return Picture(figure)
+
+
+def _gone(notes: Sequence[Note], kind: str, name: str) -> bool:
+    return any((n.kind, n.name, n.what) == (kind, name, "deleted") for n in notes)
 
 
 def _span(notes: Sequence[Note], kind: str, name: str) -> float:

@@ -6,7 +6,9 @@
 
 Counterparts: controller-runtime's ``controllerutil.AddFinalizer``,
 ``RemoveFinalizer`` and ``ContainsFinalizer``, and the API server's deletion
-rules for objects with ``metadata.finalizers``.
+rules for objects with ``metadata.finalizers`` (``markAsDeleting``):
+https://github.com/kubernetes-sigs/controller-runtime/blob/v0.24.1/pkg/controller/controllerutil/controllerutil.go#L502-L533
+https://github.com/kubernetes/apiserver/blob/v0.36.3/pkg/registry/generic/registry/store.go#L1019-L1038
 
 Owner references let the garbage collector delete what a Foo owns *in the
 cluster*. A DNS record, a bucket or a row in a database is out of its reach.
@@ -95,7 +97,7 @@ class FinalizingFooController(FooController):
     """The Foo controller, plus a record outside the cluster for every Foo.
 
     Give it ``api`` (for the finalizer patches) and ``records`` after
-    :meth:`FooController.new`. Its RBAC needs ``patch`` on ``foos`` too.
+    :meth:`FooController.new`.
     """
 
     api: kubernetes.client.ApiClient

@@ -11,6 +11,9 @@ process of its own.
 :func:`load_manifests` and :func:`apply_manifests` install the controller's
 manifests (``manifests/*.yaml``) somewhere other than ``foo-system``, for a
 chapter or a test, with server-side apply (optionally as a server-side dry run).
+:func:`controller_roles` is what chapter 08b installs: the roles of
+``manifests/rbac.yaml`` for a chapter's namespace, as Roles on a workshop's shared
+cluster; :func:`without_verb` takes one verb away, to see what its absence does.
 """
 
 from __future__ import annotations
@@ -131,6 +134,48 @@ def load_manifests(
         if role_ref.get("kind") == "ClusterRole":
             role_ref["name"] += suffix
     return documents
+
+
+def controller_roles(namespace: str) -> list[dict[str, Any]]:
+    """``manifests/rbac.yaml`` for a chapter working in ``namespace``.
+
+    The ClusterRole and its binding get the suffix ``-<namespace>``, so a chapter
+    never touches a real installation. On a workshop's shared cluster, where an
+    attendee may create nothing cluster-wide, they become a Role and a RoleBinding
+    in ``namespace``: the controller runs with ``--namespace``, and a Role grants
+    the same rules there.
+    """
+    documents = load_manifests("rbac.yaml", namespace=namespace, suffix=f"-{namespace}")
+    # Imported here, not at the top: this module stays free of the cluster orchestration.
+    from .workshop_mode import attendee
+
+    if attendee() is None:
+        return documents
+    from .cluster.workshop import namespaced_roles
+
+    return namespaced_roles(documents, namespace)
+
+
+def creatable(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``documents`` this identity may create: all of them, or on a workshop's shared
+    cluster only the namespaced ones (an attendee may create nothing cluster-wide, not even
+    in a server-side dry run)."""
+    from .workshop_mode import attendee
+
+    if attendee() is None:
+        return list(documents)
+    return [d for d in documents if "namespace" in d.get("metadata", {})]
+
+
+def without_verb(documents: list[dict[str, Any]], resource: str, verb: str) -> list[dict[str, Any]]:
+    """A copy of ``documents`` in which no rule on ``resource`` grants ``verb`` any more
+    (a rule that also names other resources loses the verb for them too)."""
+    changed = copy.deepcopy(documents)
+    for document in changed:
+        for rule in document.get("rules") or []:
+            if resource in rule.get("resources", []):
+                rule["verbs"] = [v for v in rule["verbs"] if v != verb]
+    return changed
 
 
 def apply_manifests(

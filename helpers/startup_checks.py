@@ -4,10 +4,15 @@
 
 """Before the controller starts: is the Foo API served, and may we do our job?
 
-Counterpart: nothing in sample-controller, which starts regardless and then
-logs the same error forever (a reflector retrying a forbidden watch, a sync
-failing on every key). A program run by a person should instead say once, in
-one sentence, what is missing, and exit non-zero.
+Counterpart: nothing in sample-controller, which starts regardless. Without
+``list`` its ``Controller.Run`` waits for its caches for ever; without a write
+verb every sync that needs it fails and is retried; without ``watch`` alone the
+caches sync from a LIST, and the controller works on what each relist brings,
+the reflector backing off (to 30 s) between them:
+https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L162-L188
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L470-L509
+A program run by a person should instead say once, in one sentence, what is
+missing, and exit non-zero.
 
 * :func:`check_foo_api` asks API discovery whether
   ``samplecontroller.k8s.io/v1alpha1`` serves ``foos`` (it does once the CRD

@@ -95,34 +95,89 @@ def _rules_08b_printed() -> list[dict[str, Any]]:
 
 
 @pytest.mark.cluster
-def test_exercise_3_least_privilege_for_the_finalizing_controller(
+def test_exercise_1_of_08b_the_printed_rules_meet_a_403_the_trial_shows(
+    api: kubernetes.client.ApiClient, chapter_namespace: str
+) -> None:
+    """The discovery: run with the rules 08b printed, the finalizing controller is refused the
+    finalizer's patch, and the trial shows the API server's sentence; with the solution's rules
+    it does everything, and leaves nothing behind."""
+    started = time.monotonic()
+    trial = ch08.run_finalizing(_rules_08b_printed(), api, chapter_namespace)
+    assert not trial.worked and time.monotonic() - started < 15, trial
+    assert any('cannot patch resource "foos"' in message for message in trial.refused), trial
+    assert "✗ it added its finalizer" in str(trial)
+    trial = ch08.run_finalizing(solutions.finalizing_rules, api, chapter_namespace)
+    assert trial.worked and trial.refused == {}, trial
+    assert [done for done, _ in trial.steps] == [True] * 5, trial
+    left = kubernetes.client.CustomObjectsApi(api).list_namespaced_custom_object(
+        "samplecontroller.k8s.io", "v1alpha1", chapter_namespace, "foos"
+    )
+    assert left["items"] == []
+    assert "Not tried" in str(ch08.run_finalizing(None, api, chapter_namespace))
+
+
+@pytest.mark.cluster
+def test_exercise_1_of_08b_each_verb_the_check_asks_for_is_one_the_trial_uses(
+    api: kubernetes.client.ApiClient, chapter_namespace: str
+) -> None:
+    """What the check counts as missing, the trial shows: each verb of the solution, taken
+    away, makes the controller meet a 403 (so a learner who reads the 403s finds them all)."""
+    for index, rule in enumerate(solutions.finalizing_rules):
+        for verb in rule["verbs"]:
+            fewer = [dict(r) for r in solutions.finalizing_rules]
+            fewer[index] = {**rule, "verbs": [v for v in rule["verbs"] if v != verb]}
+            fewer = [r for r in fewer if r["verbs"]]  # a rule needs a verb
+            trial = ch08.run_finalizing(fewer, api, chapter_namespace)
+            resource = rule["resources"][0].split("/")[0]
+            assert any(verb in message and resource in message for message in trial.refused), (
+                verb,
+                rule,
+                trial,
+            )
+
+
+@pytest.mark.cluster
+def test_exercise_1_of_08b_cheats_are_wrong_and_the_verdict_names_nothing_missing(
     api: kubernetes.client.ApiClient, chapter_namespace: str
 ) -> None:
     assert ch08.check_3(None, api, chapter_namespace).state == "not attempted yet"
-    verdict = ch08.check_3(_rules_08b_printed(), api, chapter_namespace)
-    assert verdict.state == "wrong" and "patch foos.samplecontroller.k8s.io" in verdict.detail
-    assert "403" in verdict.detail
+    started = time.monotonic()
+    verdict = ch08.check_3(_rules_08b_printed(), api, chapter_namespace)  # copied from 08b
+    assert verdict.state == "wrong" and time.monotonic() - started < 10
+    assert "403" in verdict.detail and "run_finalizing" in verdict.detail
+    assert "patch" not in verdict.detail, "the check must not say what is missing"
     deleting = {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["delete"]}
     too_much = [*solutions.finalizing_rules, deleting]
     verdict = ch08.check_3(too_much, api, chapter_namespace)
     assert verdict.state == "wrong" and "delete deployments.apps" in verdict.detail
-    wildcard = [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
-    assert "wildcard" in ch08.check_3(wildcard, api, chapter_namespace).detail
+    always_allowed = [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
+    assert "wildcard" in ch08.check_3(always_allowed, api, chapter_namespace).detail
+    everything_named = [{"apiGroups": ["", "apps", "samplecontroller.k8s.io"],
+                         "resources": ["foos", "foos/status", "deployments", "events"],
+                         "verbs": ["get", "list", "watch", "create", "update", "patch",
+                                   "delete"]}]  # fmt: skip
+    assert ch08.check_3(everything_named, api, chapter_namespace).state == "wrong"
     assert ch08.check_3([{"verbs": ["get"]}], api, chapter_namespace).state == "wrong"
     assert ch08.check_3(solutions.finalizing_rules, api, chapter_namespace).correct
+    # The rule an OwnerReferencesPermissionEnforcement cluster asks for may be there too.
+    finalizers = {"apiGroups": ["samplecontroller.k8s.io"], "resources": ["foos/finalizers"],
+                  "verbs": ["update"]}  # fmt: skip
+    verdict = ch08.check_3([*solutions.finalizing_rules, finalizers], api, chapter_namespace)
+    assert verdict.correct and "OwnerReferencesPermissionEnforcement" in verdict.detail
     # The Role's rules are replaced on every attempt, not kept from the first one.
     assert ch08.check_3(_rules_08b_printed(), api, chapter_namespace).state == "wrong"
 
 
 @pytest.mark.cluster
-def test_exercise_4_foreground_delete_of_a_finalized_foo(
+def test_exercise_2_of_08b_foreground_delete_of_a_finalized_foo(
     api: kubernetes.client.ApiClient, chapter_namespace: str
 ) -> None:
     assert ch08.check_4(None, api, chapter_namespace).state == "not attempted yet"
-    # "a" is the order 08b's picture showed (a plain, background delete).
-    for copied_or_guessed in ("a", "c", "d", "z"):
+    # "a" is the order 08b's picture showed (a plain, background delete); "abcd" and a list of
+    # all four are answers that try to be always right.
+    for copied_or_guessed in ("a", "c", "d", "z", "abcd", ["a", "b", "c", "d"]):
         assert ch08.check_4(copied_or_guessed, api, chapter_namespace).state == "wrong"
-    assert ch08.check_4(solutions.answer_4, api, chapter_namespace).correct
+    assert ch08.check_4(solutions.foreground_answer, api, chapter_namespace).correct
     # Each check cleaned up after itself: no Foo, no Deployment left.
     foos = kubernetes.client.CustomObjectsApi(api).list_namespaced_custom_object(
         "samplecontroller.k8s.io", "v1alpha1", chapter_namespace, "foos"
@@ -140,7 +195,7 @@ def test_checks_after_run_all_bring_the_namespace_back(
     core.delete_namespace(chapter_namespace)  # still Terminating when the check starts
     assert ch08.check_3(solutions.finalizing_rules, api, chapter_namespace).correct
     core.delete_namespace(chapter_namespace)
-    assert ch08.check_4(solutions.answer_4, api, chapter_namespace).correct
+    assert ch08.check_4(solutions.foreground_answer, api, chapter_namespace).correct
     core.delete_namespace(chapter_namespace)
     assert ch08.check_2(solutions.leading, api, chapter_namespace).correct
 

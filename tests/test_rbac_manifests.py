@@ -126,6 +126,37 @@ def test_containerfile_installs_the_console_script_as_non_root() -> None:
         assert re.search(rf"^{re.escape(package)}==", requirements, re.MULTILINE), package
 
 
+def test_controller_roles_are_the_manifests_for_a_chapter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What 08b installs: rbac.yaml moved into the chapter's namespace, the cluster-wide roles
+    suffixed; on a workshop's shared cluster (an attendee), the same rules as namespaced roles."""
+    monkeypatch.delenv("CFS_ATTENDEE", raising=False)
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent")  # no context names an attendee's namespace
+    plain = rbac.controller_roles("ch08b-x")
+    kinds = {d["kind"]: d for d in plain}
+    assert kinds["ClusterRole"]["metadata"]["name"] == "foo-controller-ch08b-x"
+    assert kinds["ClusterRoleBinding"]["roleRef"]["name"] == "foo-controller-ch08b-x"
+    assert rbac.creatable(plain) == plain
+    monkeypatch.setenv("CFS_ATTENDEE", "ann")
+    shared = rbac.controller_roles("ann-ch08b-x")
+    assert {d["kind"] for d in shared} == {"ServiceAccount", "Role", "RoleBinding"}
+    rules = [d["rules"] for d in shared if d["kind"] == "Role"]
+    assert kinds["ClusterRole"]["rules"] in rules  # the same rules, as a Role
+    assert all("namespace" in d["metadata"] for d in rbac.creatable(plain))
+
+
+def test_without_verb_takes_one_verb_from_a_copy() -> None:
+    documents_before = rbac.load_manifests("rbac.yaml", namespace="ch08b-x", suffix="-ch08b-x")
+    changed = rbac.without_verb(documents_before, "deployments", "watch")
+    (role,) = [d for d in changed if d["kind"] == "ClusterRole"]
+    (deployments,) = [r for r in role["rules"] if r["resources"] == ["deployments"]]
+    assert deployments["verbs"] == ["list", "create", "update"]
+    (before,) = [d for d in documents_before if d["kind"] == "ClusterRole"]
+    assert "watch" in next(r for r in before["rules"] if r["resources"] == ["deployments"])["verbs"]
+    assert permissions_of(role["rules"]) == set(CONTROLLER_PERMISSIONS) - {
+        Permission("watch", "deployments", "apps")
+    }
+
+
 # --- the manifests, on the cluster -------------------------------------------------------------
 
 

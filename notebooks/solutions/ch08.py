@@ -20,9 +20,11 @@ def leading(process: Any) -> str | None:
     return f"this copy is a standby: {holder} leads"
 
 
-# 08b, exercise 1. The controller's own permissions (manifests/rbac.yaml's ClusterRole), plus
-# patch on foos: the finalizer is added and removed with a merge patch of the Foo itself. No
-# get (syncs read the cache), no update on foos, no delete anywhere.
+# 08b, exercise 1. Start from manifests/rbac.yaml's ClusterRole rules (printed in 08b) and run
+# them: ch08.run_finalizing shows the controller refused `patch` on foos, for the finalizer, which
+# is added and removed with a merge patch of the Foo itself. Add that verb, run again: no 403.
+# No get (syncs read the cache), no update on foos, no delete anywhere. (Where the
+# OwnerReferencesPermissionEnforcement admission plugin is on, update on foos/finalizers too.)
 finalizing_rules = [
     {"apiGroups": ["samplecontroller.k8s.io"], "resources": ["foos"],
      "verbs": ["list", "watch", "patch"]},
@@ -35,4 +37,4 @@ finalizing_rules = [
 # 08b, exercise 2. Foreground: the API server adds the finalizer foregroundDeletion beside ours;
 # the garbage collector deletes the Deployment (it blocks its owner's deletion), then removes
 # foregroundDeletion. Our finalizer still holds the Foo until it is removed too.
-answer_4 = "b"
+foreground_answer = "b"
