@@ -94,7 +94,7 @@ def test_no_stale_widget_state(path: Path) -> None:
     assert not stale, f"{len(stale)} stale widget models: run `python -m helpers.tidy`"
 
 
-UNTIL_ISSUE_36 = ("06", "08a", "08b", "09")
+UNTIL_ISSUE_36 = ("06", "08a", "09")
 """Chapters not yet split into a main line and deep dives: their first cells state their time
 (checked below), and the limits wait for issue 36."""
 
