@@ -11,10 +11,15 @@ section says how they work):
   one (:func:`helpers.throttle.throttle_per_group`), a slow watch. The
   ``helpers`` log goes into a :class:`LogBook`, not under whichever cell runs.
 * :class:`FlakyClients` and :class:`Gate` inject faults into the controller's
-  writes: every Nth write fails, or every write about some Foos, or each write
-  first waits (a slow API server), or one write is held until a cell lets it
-  go. Events are never failed: client-go's Event recorder logs a failed Event
-  and drops it, it never fails a sync (:mod:`helpers.events` does the same).
+  writes: the next N writes fail, or every Nth, or every write about some
+  Foos, or each write first waits (a slow API server), or one write is held
+  until a cell lets it go. Events are never failed: an Event is not part of a
+  sync, and a failed one never fails the sync. client-go's recorder writes
+  Events from a goroutine of its own; it drops one the API server refuses at
+  once, and tries one that failed on the way up to 12 times
+  (https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/event.go#L288-L324);
+  :mod:`helpers.events` writes in the sync's thread, logs a failure, and never
+  raises.
 * :class:`SlowWatch` holds one Foo's next status change in the Foo informer's
   reflector, as a slow watch would: the cache keeps the old Foo while the API
   server already has the new one. That is how the chapter shows a
@@ -99,13 +104,14 @@ class Gate:
 class FlakyClients:
     """:class:`helpers.controller.Clients` that fail, slow down or hold writes on purpose.
 
+    ``fail_next=N`` fails the next N writes that may fail, then none;
     ``fail_every=N`` fails every Nth write that may fail (0: none); Events are
     not counted, since they never fail: with them counted, a sync that writes a
     Deployment, a status and an Event, run alone with ``fail_every=3``, would
     put every third write on its Event, and nothing would ever fail.
     ``fail_keys`` fails every write about those Foos (``"namespace/name"``);
     ``latency`` seconds pass before each write, as with a slow API server.
-    All three may change while the controller runs. ``hold(verb, key)`` returns
+    All four may change while the controller runs. ``hold(verb, key)`` returns
     a :class:`Gate` that stops the next such write until released. Events are
     slowed and held like any write, but never failed (see the module's docstring).
     """
@@ -114,11 +120,13 @@ class FlakyClients:
         self,
         inner: Clients,
         *,
+        fail_next: int = 0,
         fail_every: int = 0,
         fail_keys: set[str] | None = None,
         latency: float = 0.0,
     ) -> None:
         self.inner = inner
+        self.fail_next = fail_next
         self.fail_every = fail_every
         self.fail_keys: set[str] = set(fail_keys or ())
         self.latency = latency
@@ -149,6 +157,9 @@ class FlakyClients:
                 self._gates.remove(gate)
             every = self.fail_every
             fail = may_fail and (key in self.fail_keys or (every > 0 and self.writes % every == 0))
+            if may_fail and self.fail_next > 0:
+                self.fail_next -= 1
+                fail = True
             self.failed += fail
         if gate is not None:
             gate._pass()
