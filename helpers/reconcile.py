@@ -31,7 +31,8 @@ section says how they work):
 * :func:`extend_foo_status` adds ``observedGeneration`` (and
   ``lastSyncTime``, for the runaway loop the chapter shows) to the Foo CRD's
   status schema, which sample-controller's CRD lacks; :func:`restore_foo_status`
-  takes them out again.
+  takes them out again. A CRD is cluster-wide: while they are in, every
+  namespace's Foos may carry them.
 """
 
 from __future__ import annotations
@@ -482,9 +483,12 @@ def retry_on_conflict(
     """Call ``update`` until it does not fail with 409 Conflict, at most ``steps`` times.
 
     client-go ``retry.RetryOnConflict(retry.DefaultRetry, fn)``: 5 tries,
-    10 ms apart (plus up to 10% jitter). ``update`` must read the object afresh
-    each time (from the API server: a cache may still hold the stale copy),
-    apply its change, and write. Other errors, and the last conflict, are raised.
+    10 ms apart (plus up to 10% jitter); see
+    https://github.com/kubernetes/client-go/blob/v0.36.3/util/retry/util.go#L25-L33 and
+    https://github.com/kubernetes/client-go/blob/v0.36.3/util/retry/util.go#L103-L105.
+    ``update`` must read the object afresh each time (from the API server: a cache
+    may still hold the stale copy), apply its change, and write. Other errors, and
+    the last conflict, are raised.
     """
     for attempt in range(1, steps + 1):
         try:
@@ -499,11 +503,12 @@ def retry_on_conflict(
 def compare_resource_versions(a: str, b: str) -> int:
     """-1, 0 or 1 as resourceVersion ``a`` is older than, the same as, or newer than ``b``.
 
-    apimachinery ``resourceversion.CompareResourceVersion``: since Kubernetes
-    1.35 (KEP-5504) the versions of objects of one resource are decimal
-    integers without leading zeros, so the shorter is older and equal lengths
-    compare digit by digit. Anything else raises ``ValueError``, as upstream
-    returns an error.
+    apimachinery ``resourceversion.CompareResourceVersion``
+    (https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/util/resourceversion/resourceversion.go#L45-L66):
+    since Kubernetes 1.35 (KEP-5504) the versions of objects of one resource
+    are decimal integers without leading zeros, so the shorter is older and
+    equal lengths compare digit by digit. Anything else raises ``ValueError``,
+    as upstream returns an error (zero is not well formed either).
     """
     for version in (a, b):
         if not version.isdigit() or version.startswith("0"):
@@ -542,12 +547,17 @@ def restore_foo_status(api: kubernetes.client.ApiClient, namespace: str = "defau
     _change_status_schema(api, remove, namespace)
 
 
-def status_is_extended(api: kubernetes.client.ApiClient) -> bool:
-    """Does the Foo CRD's schema have the fields :func:`extend_foo_status` adds?"""
+def foo_status_fields(api: kubernetes.client.ApiClient) -> list[str]:
+    """The fields the Foo CRD's schema allows in a Foo's status, sorted."""
     extensions = kubernetes.client.ApiextensionsV1Api(api)
     crd = api.sanitize_for_serialization(extensions.read_custom_resource_definition(FOO_CRD))
     status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
-    return set(STATUS_FIELDS) <= set(status.get("properties") or {})
+    return sorted(status.get("properties") or {})
+
+
+def status_is_extended(api: kubernetes.client.ApiClient) -> bool:
+    """Does the Foo CRD's schema have the fields :func:`extend_foo_status` adds?"""
+    return set(STATUS_FIELDS) <= set(foo_status_fields(api))
 
 
 def _change_status_schema(
