@@ -1,8 +1,8 @@
 """Chapter 06's bench: chapter 05's Foo controller, run, observed and broken on purpose.
 
-No single client-go counterpart; instruments written by hand, so that the
-chapter can show the reconcile loop's behaviour from its first cells (its last
-section says how they work):
+No single client-go counterpart; instruments written by hand, so that
+chapters 06a and 06b can show the reconcile loop's behaviour from their first
+cells (06a's deep dive on the instruments says how they work):
 
 * :class:`Bench` runs a :class:`~helpers.controller.FooController` in
   background threads with a :class:`~helpers.timeline.TimelineRecorder`

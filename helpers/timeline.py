@@ -1,8 +1,8 @@
 """The reconcile loop as a timeline: every sync, every write, every informer event, and a picture.
 
 No client-go counterpart: an instrument for looking at chapter 05's controller,
-written by hand (chapter 06 uses it from its first cells; its last section says
-how it works). A :class:`TimelineRecorder` is a
+written by hand (chapters 06a and 06b use it from their first cells; a deep dive
+of 06a says how it works; chapter 05 draws with it too). A :class:`TimelineRecorder` is a
 :class:`helpers.controller.SyncObserver`: attached to a running
 :class:`~helpers.controller.FooController` (``controller.observe``), it is told
 in each worker's thread when a sync starts and ends, what it wrote and whether
@@ -25,8 +25,10 @@ sync that read an older Foo than the controller's own last status write is a
 coloured by outcome, the writes as ticks on it, a lane of informer events
 above with a thin line from each event to the sync that took its key next, and
 the queue below: keys ready, keys in a worker's hands, and keys waiting out a
-retry delay (which the depth does not count). Stopped, it leaves a static PNG of
-the span it was frozen on.
+retry delay (which the depth does not count). While live it shows what happened
+since it started; stopped, it leaves a static PNG of the span it was frozen on
+and, in Jupyter, prints one line saying what that PNG shows (:class:`Drawn`),
+which a stored notebook keeps as text.
 
 The cost: an observer call takes a lock and appends to a list, a few
 microseconds against a sync's milliseconds of HTTP; a controller nobody

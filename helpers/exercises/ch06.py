@@ -50,8 +50,9 @@ TIMEOUT = 60.0
 QUIET = 1.5
 """Seconds of quiet that show a controller has stopped writing."""
 
-REPAIR = 15.0
-"""Seconds a check gives the controller to put a change right (it takes a second or two)."""
+REPAIR = 10.0
+"""Seconds a check gives the controller to put a change right, or to go quiet (a second or two
+does, on a loaded machine)."""
 
 Deployment = dict[str, Any]
 Foo = dict[str, Any]
