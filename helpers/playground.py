@@ -1,4 +1,4 @@
-"""Chapter 06's playground: sliders for a running Foo controller, and its timeline, live.
+"""Chapter 06a's playground: sliders for a running Foo controller, and its timeline, live.
 
 No client-go counterpart: a toy for a learner in JupyterLab. :class:`Playground`
 starts a :class:`helpers.reconcile.Bench`'s controller on six Foos of its own

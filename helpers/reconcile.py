@@ -1,8 +1,8 @@
 """Chapter 06's bench: chapter 05's Foo controller, run, observed and broken on purpose.
 
-No single client-go counterpart; instruments written by hand, so that the
-chapter can show the reconcile loop's behaviour from its first cells (its last
-section says how they work):
+No single client-go counterpart; instruments written by hand, so that
+chapters 06a and 06b can show the reconcile loop's behaviour from their first
+cells (06a's deep dive on the instruments says how they work):
 
 * :class:`Bench` runs a :class:`~helpers.controller.FooController` in
   background threads with a :class:`~helpers.timeline.TimelineRecorder`
@@ -11,10 +11,15 @@ section says how they work):
   one (:func:`helpers.throttle.throttle_per_group`), a slow watch. The
   ``helpers`` log goes into a :class:`LogBook`, not under whichever cell runs.
 * :class:`FlakyClients` and :class:`Gate` inject faults into the controller's
-  writes: every Nth write fails, or every write about some Foos, or each write
-  first waits (a slow API server), or one write is held until a cell lets it
-  go. Events are never failed: client-go's Event recorder logs a failed Event
-  and drops it, it never fails a sync (:mod:`helpers.events` does the same).
+  writes: the next N writes fail, or every Nth, or every write about some
+  Foos, or each write first waits (a slow API server), or one write is held
+  until a cell lets it go. Events are never failed: an Event is not part of a
+  sync, and a failed one never fails the sync. client-go's recorder writes
+  Events from a goroutine of its own; it drops one the API server refuses at
+  once, and tries one that failed on the way up to 12 times
+  (https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/event.go#L288-L324);
+  :mod:`helpers.events` writes in the sync's thread, logs a failure, and never
+  raises.
 * :class:`SlowWatch` holds one Foo's next status change in the Foo informer's
   reflector, as a slow watch would: the cache keeps the old Foo while the API
   server already has the new one. That is how the chapter shows a
@@ -26,7 +31,8 @@ section says how they work):
 * :func:`extend_foo_status` adds ``observedGeneration`` (and
   ``lastSyncTime``, for the runaway loop the chapter shows) to the Foo CRD's
   status schema, which sample-controller's CRD lacks; :func:`restore_foo_status`
-  takes them out again.
+  takes them out again. A CRD is cluster-wide: while they are in, every
+  namespace's Foos may carry them.
 """
 
 from __future__ import annotations
@@ -99,13 +105,14 @@ class Gate:
 class FlakyClients:
     """:class:`helpers.controller.Clients` that fail, slow down or hold writes on purpose.
 
+    ``fail_next=N`` fails the next N writes that may fail, then none;
     ``fail_every=N`` fails every Nth write that may fail (0: none); Events are
     not counted, since they never fail: with them counted, a sync that writes a
     Deployment, a status and an Event, run alone with ``fail_every=3``, would
     put every third write on its Event, and nothing would ever fail.
     ``fail_keys`` fails every write about those Foos (``"namespace/name"``);
     ``latency`` seconds pass before each write, as with a slow API server.
-    All three may change while the controller runs. ``hold(verb, key)`` returns
+    All four may change while the controller runs. ``hold(verb, key)`` returns
     a :class:`Gate` that stops the next such write until released. Events are
     slowed and held like any write, but never failed (see the module's docstring).
     """
@@ -114,11 +121,13 @@ class FlakyClients:
         self,
         inner: Clients,
         *,
+        fail_next: int = 0,
         fail_every: int = 0,
         fail_keys: set[str] | None = None,
         latency: float = 0.0,
     ) -> None:
         self.inner = inner
+        self.fail_next = fail_next
         self.fail_every = fail_every
         self.fail_keys: set[str] = set(fail_keys or ())
         self.latency = latency
@@ -149,6 +158,9 @@ class FlakyClients:
                 self._gates.remove(gate)
             every = self.fail_every
             fail = may_fail and (key in self.fail_keys or (every > 0 and self.writes % every == 0))
+            if may_fail and self.fail_next > 0:
+                self.fail_next -= 1
+                fail = True
             self.failed += fail
         if gate is not None:
             gate._pass()
@@ -471,9 +483,12 @@ def retry_on_conflict(
     """Call ``update`` until it does not fail with 409 Conflict, at most ``steps`` times.
 
     client-go ``retry.RetryOnConflict(retry.DefaultRetry, fn)``: 5 tries,
-    10 ms apart (plus up to 10% jitter). ``update`` must read the object afresh
-    each time (from the API server: a cache may still hold the stale copy),
-    apply its change, and write. Other errors, and the last conflict, are raised.
+    10 ms apart (plus up to 10% jitter); see
+    https://github.com/kubernetes/client-go/blob/v0.36.3/util/retry/util.go#L25-L33 and
+    https://github.com/kubernetes/client-go/blob/v0.36.3/util/retry/util.go#L103-L105.
+    ``update`` must read the object afresh each time (from the API server: a cache
+    may still hold the stale copy), apply its change, and write. Other errors, and
+    the last conflict, are raised.
     """
     for attempt in range(1, steps + 1):
         try:
@@ -488,11 +503,12 @@ def retry_on_conflict(
 def compare_resource_versions(a: str, b: str) -> int:
     """-1, 0 or 1 as resourceVersion ``a`` is older than, the same as, or newer than ``b``.
 
-    apimachinery ``resourceversion.CompareResourceVersion``: since Kubernetes
-    1.35 (KEP-5504) the versions of objects of one resource are decimal
-    integers without leading zeros, so the shorter is older and equal lengths
-    compare digit by digit. Anything else raises ``ValueError``, as upstream
-    returns an error.
+    apimachinery ``resourceversion.CompareResourceVersion``
+    (https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/util/resourceversion/resourceversion.go#L45-L66):
+    since Kubernetes 1.35 (KEP-5504) the versions of objects of one resource
+    are decimal integers without leading zeros, so the shorter is older and
+    equal lengths compare digit by digit. Anything else raises ``ValueError``,
+    as upstream returns an error (zero is not well formed either).
     """
     for version in (a, b):
         if not version.isdigit() or version.startswith("0"):
@@ -531,12 +547,17 @@ def restore_foo_status(api: kubernetes.client.ApiClient, namespace: str = "defau
     _change_status_schema(api, remove, namespace)
 
 
-def status_is_extended(api: kubernetes.client.ApiClient) -> bool:
-    """Does the Foo CRD's schema have the fields :func:`extend_foo_status` adds?"""
+def foo_status_fields(api: kubernetes.client.ApiClient) -> list[str]:
+    """The fields the Foo CRD's schema allows in a Foo's status, sorted."""
     extensions = kubernetes.client.ApiextensionsV1Api(api)
     crd = api.sanitize_for_serialization(extensions.read_custom_resource_definition(FOO_CRD))
     status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
-    return set(STATUS_FIELDS) <= set(status.get("properties") or {})
+    return sorted(status.get("properties") or {})
+
+
+def status_is_extended(api: kubernetes.client.ApiClient) -> bool:
+    """Does the Foo CRD's schema have the fields :func:`extend_foo_status` adds?"""
+    return set(STATUS_FIELDS) <= set(foo_status_fields(api))
 
 
 def _change_status_schema(

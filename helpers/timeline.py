@@ -1,8 +1,8 @@
 """The reconcile loop as a timeline: every sync, every write, every informer event, and a picture.
 
 No client-go counterpart: an instrument for looking at chapter 05's controller,
-written by hand (chapter 06 uses it from its first cells; its last section says
-how it works). A :class:`TimelineRecorder` is a
+written by hand (chapters 06a and 06b use it from their first cells; a deep dive
+of 06a says how it works; chapter 05 draws with it too). A :class:`TimelineRecorder` is a
 :class:`helpers.controller.SyncObserver`: attached to a running
 :class:`~helpers.controller.FooController` (``controller.observe``), it is told
 in each worker's thread when a sync starts and ends, what it wrote and whether
@@ -25,8 +25,10 @@ sync that read an older Foo than the controller's own last status write is a
 coloured by outcome, the writes as ticks on it, a lane of informer events
 above with a thin line from each event to the sync that took its key next, and
 the queue below: keys ready, keys in a worker's hands, and keys waiting out a
-retry delay (which the depth does not count). Stopped, it leaves a static PNG of
-the span it was frozen on.
+retry delay (which the depth does not count). While live it shows what happened
+since it started; stopped, it leaves a static PNG of the span it was frozen on
+and, in Jupyter, prints one line saying what that PNG shows (:class:`Drawn`),
+which a stored notebook keeps as text.
 
 The cost: an observer call takes a lock and appends to a list, a few
 microseconds against a sync's milliseconds of HTTP; a controller nobody
@@ -662,6 +664,12 @@ def caused(
     return pairs
 
 
+def lane_rows(shown: Sequence[Sync], workers: Sequence[str]) -> dict[str, int]:
+    """Each worker's lane, top to bottom (the informer events' lane is one above the first)."""
+    lanes = sorted({*workers, *(s.worker for s in shown)}, key=worker_order)
+    return {worker: len(lanes) - i for i, worker in enumerate(lanes)}
+
+
 def draw_lanes(
     axes: Axes,
     syncs: list[Sync],
@@ -680,9 +688,8 @@ def draw_lanes(
     frame (cheaper than clearing the axes, whose ticks would be made again every time).
     """
     shown = [s for s in syncs if s.end(now) >= left and s.started <= right]
-    lanes = sorted({*workers, *(s.worker for s in shown)}, key=worker_order)
-    row = {worker: len(lanes) - i for i, worker in enumerate(lanes)}
-    top = len(lanes) + 1
+    row = lane_rows(shown, workers)
+    top = len(row) + 1
     names = [EVENT_LANE, *row]
     if [label.get_text() for label in axes.get_yticklabels()] != names:
         axes.set_yticks([top, *row.values()], names, fontsize=FONT)
@@ -700,7 +707,7 @@ def draw_lanes(
         bar_colours.append(COLOURS[s.outcome])
         edges.append("black" if s.key.rpartition("/")[2] == highlight else "white")
         if s.requeue_after is not None and s.requeued_at is not None:  # the wait for the retry
-            due = s.requeued_at + s.requeue_after
+            due = s.requeued_at + max(s.requeue_after, 3 * thinnest)  # 5 ms is still 6 pixels
             waits.append([(s.requeued_at, y - 0.4), (due, y - 0.4)])
         for w in s.writes:
             ticks.append([(w.at, y + 0.3), (w.at, y + 0.55)])
@@ -743,6 +750,61 @@ def draw_lanes(
                 bbox={"boxstyle": "round", "fc": "white", "ec": "#888888"},
                 arrowprops={"arrowstyle": "->", "color": "#555555"}, zorder=5,
             ))  # fmt: skip
+    return added
+
+
+def annotate_marks(
+    axes: Axes,
+    syncs: list[Sync],
+    events: list[InformerEvent],
+    *,
+    left: float,
+    right: float,
+    now: float,
+    workers: list[str],
+) -> list[Artist]:
+    """Name each kind of mark once, with an arrow to one of them: an informer event and the
+    line to the sync it woke, a sync's bar and its writes, a failed sync's wait for its retry.
+    The names stand in the margin right of the lanes; a mark not in view gets no name."""
+    shown = [s for s in syncs if s.end(now) >= left and s.started <= right]
+    row = lane_rows(shown, workers)
+    top = len(row) + 1
+    seen = [e for e in events if left <= e.at <= right]
+    event = next((e for e in seen if e.type == "add"), seen[0] if seen else None)
+    done = next((s for s in shown if s.outcome == SYNCED and s.ended is not None), None)
+    failed = next((s for s in shown if s.requeue_after is not None and s.requeued_at), None)
+    callouts = []
+    if event is not None:
+        y = top + (0.2 if event.kind == "Foo" else -0.05)
+        callouts.append(((event.at, y), f"an informer event, here\n{event.kind} {event.type}"
+                                        "\n(▲ add, ● update, ▼ delete)"))  # fmt: skip
+        woke = dict(caused([event], shown)).get(event)
+        if woke is not None:
+            middle = ((event.at + woke.started) / 2, (top - 0.2 + row[woke.worker] + 0.3) / 2)
+            callouts.append((middle, "grey: the sync that\ntook the event's key"))
+    if done is not None:
+        end = done.end(now)
+        mark = (end, row[done.worker] + 0.3)
+        callouts.append((mark, "a sync, start to end\n(green: it wrote, red:\nit failed, "
+                               "grey: no-op);\nticks: its writes"))  # fmt: skip
+    if failed is not None:
+        assert failed.requeue_after is not None and failed.requeued_at is not None
+        at = failed.requeued_at + failed.requeue_after / 2
+        delay = f"{failed.requeue_after * 1000:.0f} ms"
+        waits = f"red dots: it waits\n{delay}, then its key\nis queued again"
+        callouts.append(((at, row[failed.worker] - 0.4), waits))
+    added: list[Artist] = []
+    line = (FONT - 1) * 1.25 * DPI / 72 / axes.bbox.height  # one line of text, in axes heights
+    height = 1.04
+    for xy, text in callouts:  # stacked down the margin, in the order of the list
+        added.append(axes.annotate(
+            text, xy=xy, xytext=(1.03, height), textcoords="axes fraction", ha="left",
+            va="top", fontsize=FONT - 1, annotation_clip=False,
+            arrowprops={"arrowstyle": "->", "color": "#555555", "lw": 0.8,
+                        "connectionstyle": "arc3,rad=0.1", "shrinkA": 2, "shrinkB": 3},
+            zorder=6,
+        ))  # fmt: skip
+        height -= line * (text.count("\n") + 1.6)
     return added
 
 
@@ -817,17 +879,51 @@ def place_legend(figure: Figure, bottom: float, height: float) -> None:
     figure.figimage(np.asarray(canvas.buffer_rgba()), xo=0, yo=int(bottom * figure.bbox.height))
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """What a picture showed in its last frame: the line printed under it."""
+
+    lanes: int
+    synced: int
+    failed: int
+    skipped: int
+    running: int
+    events: int
+    span: float  # seconds
+
+    @property
+    def syncs(self) -> int:
+        return self.synced + self.failed + self.skipped + self.running
+
+    def __str__(self) -> str:
+        running = f", {self.running} running" if self.running else ""
+        return (
+            f"drawn: {_plural(self.lanes, 'worker lane')}, {_plural(self.syncs, 'sync')} "
+            f"({self.synced} synced, {self.failed} failed, {self.skipped} skipped{running}), "
+            f"{_plural(self.events, 'informer event')}, over ≈{self.span:.1f} s"
+        )
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 class ReconcileTimeline:
     """A recorder's timeline, redrawn while the controller works, then left as a static PNG.
 
     A :class:`helpers.widgets.LiveFigure` named ``reconcile-timeline``: in
     Jupyter it redraws every ``refresh`` seconds while cells run, and samples
-    the controller's queue every ``interval`` seconds. ``window`` (seconds)
-    shows only the most recent part while live; ``highlight`` (a Foo's name)
-    outlines that Foo's bars in black; :meth:`freeze` or
-    :meth:`freeze_on` fix what the final picture shows. ``caption`` is the
-    fixed ``text/plain`` of the widget and the final image; ``last`` syncs are
+    the controller's queue every ``interval`` seconds. While live it shows what
+    happened since it started (the cell's own experiment), or only the last
+    ``window`` seconds of that; ``highlight`` (a Foo's name) outlines that
+    Foo's bars in black; :meth:`freeze` or :meth:`freeze_on` fix what the
+    final picture shows. ``annotate`` names each kind of mark once, in the
+    margin (the chapter's first picture). ``caption`` is the fixed
+    ``text/plain`` of the widget and the final image; ``last`` syncs are
     listed under the picture (default: none; the cells print what matters).
+    Stopped in Jupyter, it prints one line saying what it drew (:class:`Drawn`:
+    lanes, syncs by outcome, informer events, the span), which a stored
+    notebook keeps as text; ``drawn`` holds the same numbers.
     """
 
     def __init__(
@@ -842,6 +938,7 @@ class ReconcileTimeline:
         interval: float = 0.1,
         refresh: float = 0.4,
         show: bool | None = None,
+        annotate: bool = False,
     ) -> None:
         if recorder.controller is None:
             raise CourseError(
@@ -853,8 +950,12 @@ class ReconcileTimeline:
         self.window = window
         self.highlight = highlight
         self.last = last
+        self.annotate = annotate
         self.notes: list[Note] = []
         self.frames = 0
+        self.drawn: Drawn | None = None  # what the last frame showed
+        self._opened = recorder.now()  # start() sets it again: live frames show from then on
+        self._said = False
         self._span: tuple[float, float] | None = None  # fixed by freeze()
         self._last_start: float | None = None  # fixed by freeze_on(): show no sync begun later
         self._busy = 0.0  # seconds spent drawing
@@ -873,7 +974,7 @@ class ReconcileTimeline:
             top = height - sum(parts[n] for n in names[: names.index(name)])
             return (top - parts[name]) / height, parts[name] / height
 
-        left, width = 0.16, 0.62
+        left, width = 0.16, 0.57 if annotate else 0.62  # annotations: a wider right margin
         self.lanes = self.figure.add_axes((left, band("lanes")[0], width, band("lanes")[1]))
         self.queue = self.figure.add_axes((left, band("queue")[0], width, band("queue")[1]),
                                           sharex=self.lanes)  # fmt: skip
@@ -930,12 +1031,18 @@ class ReconcileTimeline:
         return 1000 * self._busy / max(self.frames, 1)
 
     def start(self) -> ReconcileTimeline:
+        self._opened = self.recorder.now()
         self.recorder.sample_queue()
         self.live.start()
         return self
 
     def stop(self) -> bytes:
-        return self.live.stop()
+        """Leave the final picture; in Jupyter, print what it drew (once)."""
+        png = self.live.stop()
+        if self.live.show and not self._said and self.drawn is not None:
+            self._said = True
+            print(self.drawn)
+        return png
 
     def __enter__(self) -> ReconcileTimeline:
         return self.start()
@@ -948,9 +1055,9 @@ class ReconcileTimeline:
         now = self.recorder.now()
         if self._span is not None:
             left, right = self._span
-        else:
-            right = max(now, 0.5)
-            left = max(0.0, right - self.window) if self.window else 0.0
+        else:  # live: the cell's own experiment, from when the picture started
+            right = max(now, self._opened + 0.5)
+            left = max(self._opened, right - self.window) if self.window else self._opened
         syncs, events = self.recorder.syncs(), self.recorder.events()
         if self._last_start is not None:
             syncs = [s for s in syncs if s.started <= self._last_start]
@@ -961,9 +1068,16 @@ class ReconcileTimeline:
         self._artists = draw_lanes(self.lanes, syncs, events, left=left, right=right, now=now,
                                    workers=workers, notes=self.notes,
                                    highlight=self.highlight)  # fmt: skip
+        if self.annotate:
+            self._artists += annotate_marks(self.lanes, syncs, events, left=left, right=right,
+                                            now=now, workers=workers)  # fmt: skip
         draw_queue(self.queue, self.queue_lines, self.recorder.levels(), left=left, right=right)
         shown = [s for s in syncs if s.started <= right and s.end(now) >= left]
         found = counts(shown)
+        lanes = len(lane_rows(shown, workers))
+        seen = sum(1 for e in events if left <= e.at <= right)
+        self.drawn = Drawn(lanes, found[SYNCED], found[FAILED], found[SKIPPED], found[RUNNING],
+                           seen, right - left)  # fmt: skip
         parts = [f"{found[SYNCED]} synced", f"{found[FAILED]} failed"]
         parts += [f"{found[o]} {o}" for o in (SKIPPED, RUNNING) if found[o]]
         head = f"{self.title_text}: " if self.title_text else ""

@@ -189,7 +189,7 @@ def cluster_state(chapter: str) -> str:
     api = kube.connect()
     core, apps = kubernetes.client.CoreV1Api(api), kubernetes.client.AppsV1Api(api)
     custom = kubernetes.client.CustomObjectsApi(api)
-    prefix = f"ch{chapter[:2]}-"
+    prefix = f"ch{chapter}-"  # "07", "06a"
     lines = []
     for ns in core.list_namespace().items:
         name = ns.metadata.name
@@ -247,28 +247,34 @@ def run_chapter(browser: Any, lab: str, chapter: str, limit: float) -> Run:
         page.close()
 
 
-TIMELINES_06 = 10
-"""Live timelines chapter 06 shows (each left as a static PNG), the playground's among them."""
-LONG_CELLS_06 = 3
-"""Chapter 06's pictures whose cells last, by the mechanism they show, at least 4 s on any
-machine: forty failures paced by a bucket of 5 a second after a burst of 10 (6 s), thirty status
-writes paced by the client's bucket of 5 a second after its burst of 10 (4 s), and the
-playground, live across three cells. A frame is due every 0.4 s; rendering one takes up to 2 s
-on a loaded 2-core machine (measured): each of these gets at least one frame while it runs."""
+TIMELINES_06 = {"06a_reconcile_loop.ipynb": 6, "06b_own_writes.ipynb": 4}
+"""Live timelines chapters 06a and 06b show (each left as a static PNG), the playground's
+among them."""
+LONG_CELLS_06 = {"06a_reconcile_loop.ipynb": 2, "06b_own_writes.ipynb": 1}
+"""Their pictures whose cells last, by the mechanism they show, at least 4 s on any machine:
+in 06a forty failures paced by a bucket of 5 a second after a burst of 10 (6 s), and the
+playground, live across three cells; in 06b thirty status writes paced by the client's bucket
+of 5 a second after its burst of 10 (4 s). A frame is due every 0.4 s; rendering one takes up
+to 2 s on a loaded 2-core machine (measured): each of these gets at least one frame while it
+runs."""
 
 
 @pytest.mark.cluster
-def test_chapter_06_timeline_moves_while_the_kernel_works(browser: Any, lab: str) -> None:
-    run = run_chapter(browser, lab, "06_reconcile_loop.ipynb", limit=300)
+@pytest.mark.parametrize("chapter", sorted(TIMELINES_06))
+def test_chapter_06_timeline_moves_while_the_kernel_works(
+    browser: Any, lab: str, chapter: str
+) -> None:
+    run = run_chapter(browser, lab, chapter, limit=300)
     print(
-        f"chapter 06 in JupyterLab: {run.seconds:.0f} s, {len(run.busy_frames())} timeline "
-        f"frames while busy, from {run.moved_while_busy()} pictures; {run.static_images} static"
+        f"chapter {chapter[:3]} in JupyterLab: {run.seconds:.0f} s, {len(run.busy_frames())} "
+        f"timeline frames while busy, from {run.moved_while_busy()} pictures; "
+        f"{run.static_images} static"
     )
     if run.errors:
-        state = cluster_state("06")
+        state = cluster_state(chapter[:3])
         pytest.fail(f"error output in the chapter: {run.errors[0][:500]}\n{state}")
-    assert run.moved_while_busy() >= LONG_CELLS_06, "the timelines did not move while cells ran"
-    assert run.static_images >= TIMELINES_06, "each timeline should be left as a static PNG"
+    assert run.moved_while_busy() >= LONG_CELLS_06[chapter], "the timelines did not move"
+    assert run.static_images >= TIMELINES_06[chapter], "each timeline should be left as a PNG"
 
 
 SWIMLANES_07 = 5

@@ -23,7 +23,7 @@ from tests.test_controller import GUARD, RecordingClients, new_foo
 
 
 def test_flaky_clients_never_fail_an_event() -> None:
-    """client-go's Event recorder drops a failed Event; it never fails a sync (issue 20, 6)."""
+    """An Event is not part of a sync: a failed one never fails it (issue 20, 6)."""
     inner = RecordingClients()
     flaky = FlakyClients(inner, fail_keys={"default/test"})
     foo = new_foo("test", 1)
@@ -55,6 +55,20 @@ def test_every_nth_write_fails_whatever_the_events_between() -> None:
     print(f"18 writes, 12 that may fail, every third failing -> {failed} failed")
     assert (failed, flaky.failed, flaky.writes) == (4, 4, 12)
     assert len(inner.events) == 6, "every Event was written"
+
+
+def test_the_next_writes_fail_and_then_none() -> None:
+    """``fail_next=1``: the first write that may fail fails (chapter 06's first picture), the
+    Event before it does not count, and every later write goes through."""
+    inner = RecordingClients()
+    flaky = FlakyClients(inner, fail_next=1)
+    foo = new_foo("test", 1)
+    flaky.record_event(foo, "Normal", "Synced", "not counted")
+    with pytest.raises(InjectedFailure):
+        flaky.update_foo_status("default", foo)
+    for _ in range(3):
+        flaky.update_foo_status("default", foo)
+    assert (flaky.failed, flaky.fail_next, len(inner.actions)) == (1, 0, 3)
 
 
 @pytest.mark.parametrize(

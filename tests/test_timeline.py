@@ -371,6 +371,58 @@ def test_freeze_on_shows_the_syncs_it_is_given_and_the_title_counts_what_overlap
     controller.workqueue.shut_down()
 
 
+def test_live_it_shows_the_cells_own_experiment_and_says_what_it_drew(capsys: Any) -> None:
+    """While live, a picture shows what happened since it started, not the whole record (a
+    learner saw "222 syncs, 83 failed" where the cell's own experiment had 30); stopped in
+    Jupyter it prints one line: lanes, syncs by outcome, informer events, the span."""
+    controller = controller_with(new_foo("test", 1))
+    recorder = TimelineRecorder(controller, started_at=0.0)
+    recorder._syncs += [Sync("w-1", "ns/old", 1.0, 2.0, FAILED, "boom") for _ in range(5)]
+    recorder._events += [InformerEvent(1.5, "Foo", "add", "old", (), "1", "ns/old")]
+    picture = ReconcileTimeline(recorder, caption="c", title="t", show=False)
+    picture.start()
+    opened = picture._opened
+    recorder._syncs += [Sync("w-1", "ns/new", opened + 0.01, opened + 0.02, SYNCED)]
+    recorder._events += [InformerEvent(opened + 0.005, "Foo", "add", "new", (), "2", "ns/new")]
+    picture.live.render()  # a live frame
+    assert picture.title.get_text() == "t: 1 syncs (1 synced, 0 failed)"
+    assert picture.drawn is not None and (picture.drawn.failed, picture.drawn.events) == (0, 1)
+    picture.live.show = True  # as in Jupyter, where stop() prints what it drew
+    picture.freeze(opened, opened + 1.0)
+    picture.stop()
+    picture.stop()
+    printed = capsys.readouterr().out
+    assert printed == (
+        "drawn: 1 worker lane, 1 sync (1 synced, 0 failed, 0 skipped), "
+        "1 informer event, over ≈1.0 s\n"
+    ), printed
+    controller.workqueue.shut_down()
+
+
+def test_an_annotated_picture_names_each_kind_of_mark_once() -> None:
+    """The first picture's callouts: an event, the line to the sync it woke, a sync's bar, and
+    a failed sync's wait for its retry (5 ms, drawn no shorter than 6 pixels)."""
+    controller = controller_with(new_foo("test", 1))
+    recorder = TimelineRecorder(controller, started_at=0.0)
+    recorder._events += [InformerEvent(0.1, "Foo", "add", "test", (), "1", "default/test")]
+    recorder._syncs += [
+        Sync("w-1", "default/test", 0.11, 0.12, FAILED, "boom", requeue_after=0.005,
+             requeued_at=0.12, seen={"Foo": "1"}),
+        Sync("w-2", "default/test", 0.13, 0.3, SYNCED, seen={"Foo": "1"}),
+    ]  # fmt: skip
+    picture = ReconcileTimeline(recorder, caption="c", show=False, annotate=True)
+    picture.freeze(0.0, 1.0)
+    picture.live.render()
+    texts = [a.get_text() for a in picture._artists if hasattr(a, "arrow_patch")]
+    assert [t.split()[0] for t in texts] == ["an", "grey:", "a", "red"], texts
+    assert "here\nFoo add" in texts[0] and "waits\n5 ms" in texts[3]
+    plain = ReconcileTimeline(recorder, caption="c", show=False)
+    plain.freeze(0.0, 1.0)
+    plain.live.render()
+    assert not [a for a in plain._artists if hasattr(a, "arrow_patch")]
+    controller.workqueue.shut_down()
+
+
 def test_an_event_is_linked_to_the_first_sync_that_read_what_it_delivered() -> None:
     """Not to the first sync after it in time: the controller's handler and the recorder's run
     in threads of their own, so a sync can start before the recorder notes the event."""
@@ -422,15 +474,15 @@ def test_the_queue_levels_count_keys_waiting_out_a_retry_delay() -> None:
 
 
 def test_stale_reads_are_told_by_versions_not_by_409s() -> None:
-    """The exercise's record: b and e read an older Foo than our own last write; d's 409 was
-    someone else's doing, and e failed before it could meet one."""
+    """The exercise's record: b and d read an older Foo than our own last write; e's 409 was
+    someone else's doing, and d failed before it could meet one."""
     from helpers.exercises.ch06 import SYNCS_4, record_4
 
     syncs, events = record_4()
     letters = dict(zip((s.started for s in syncs), SYNCS_4, strict=True))
-    assert {letters[s.started] for s in stale_reads(syncs, events)} == {"b", "e"}
+    assert {letters[s.started] for s in stale_reads(syncs, events)} == {"b", "d"}
     failed_409 = {letters[s.started] for s in syncs if s.error and "409" in s.error}
-    assert failed_409 == {"b", "d"}, "so a check cannot take 409s for stale reads"
+    assert failed_409 == {"b", "e"}, "so a check cannot take 409s for stale reads"
 
 
 def test_a_recorder_without_a_controller_cannot_be_drawn() -> None:

@@ -1,15 +1,19 @@
-"""Checks for chapter 06's exercises (the reconcile loop, live).
+"""Checks for chapter 06's exercises: 06a's (the reconcile loop, live) and 06b's (the
+controller's own writes), numbered apart as the two chapters share this module.
 
-Exercises 1 and 2 change part of the controller, and their checks run a Foo controller with the
-learner's function on the cluster, in the chapter's namespace (brought back if Run All deleted
-it), with a :class:`helpers.timeline.TimelineRecorder` attached to see what each sync wrote; each
-check deletes the Foo it made. Exercise 3's check asks sample-controller's real rate limiter,
-exercise 4's runs :func:`helpers.timeline.stale_reads` on the record the exercise shows.
+``check_1`` (06a, exercise 1) and ``check_3`` (06b, exercise 1) change part of the controller, and
+run a Foo controller with the learner's function on the cluster, in the chapter's namespace
+(brought back if Run All deleted it), with a :class:`helpers.timeline.TimelineRecorder` attached
+to see what each sync wrote; each deletes the Foo it made, and says what it waits for.
+``check_2`` (06a, exercise 2) runs sample-controller's two limiters on a fake clock, and
+``check_4`` (06b, exercise 2) runs :func:`helpers.timeline.stale_reads` on the record the
+exercise shows.
 """
 
 from __future__ import annotations
 
 import copy
+import heapq
 import threading
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -27,16 +31,17 @@ from ..controller import (
     FooController,
     ResourceExistsError,
     foo_body,
-    foo_rate_limiter,
     is_controlled_by,
     new_deployment,
     run_controller,
 )
+from ..errors import CourseError
 from ..lister import NotFoundError
 from ..reconcile import extend_foo_status, restore_foo_status, status_is_extended
 from ..store import split_meta_namespace_key
 from ..timeline import FAILED, SYNCED, InformerEvent, Sync, TimelineRecorder, Write, stale_reads
 from ..waiting import wait_for
+from ..workqueue import BucketRateLimiter, ItemExponentialFailureRateLimiter
 from . import Verdict, correct, not_attempted, wrong
 
 TIMEOUT = 60.0
@@ -44,6 +49,10 @@ TIMEOUT = 60.0
 
 QUIET = 1.5
 """Seconds of quiet that show a controller has stopped writing."""
+
+REPAIR = 10.0
+"""Seconds a check gives the controller to put a change right, or to go quiet (a second or two
+does, on a loaded machine)."""
 
 Deployment = dict[str, Any]
 Foo = dict[str, Any]
@@ -100,7 +109,7 @@ def _foos(api: kubernetes.client.ApiClient, namespace: str) -> dict[str, Any]:
     }
 
 
-# --- exercise 1: repair image drift --------------------------------------------------------------
+# --- 06a, exercise 1 (check_1): repair image drift -----------------------------------------------
 
 
 def _repairing(needs_update: Callable[[Foo, Deployment], bool]) -> type[FooController]:
@@ -170,6 +179,7 @@ def check_1(
     name = "exercise-1-drift"
     _delete_foo(api, namespace, name)
     run = _Run(_repairing(needs_update).new(api, namespace=namespace))
+    print(f"exercise 1: a controller with your needs_update runs; waiting for Deployment {name}")
     try:
         custom.create_namespaced_custom_object(
             FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, foo_body(name, name, 1)
@@ -184,15 +194,16 @@ def check_1(
         container = {"name": "nginx", "image": "nginx:1.27"}
         image = {"spec": {"template": {"spec": {"containers": [container]}}}}
         apps.patch_namespaced_deployment(name, namespace, image)
+        print(f"exercise 1: image set to nginx:1.27 by hand; waiting up to {REPAIR:g} s for a fix")
         try:
             repaired = wait_for(
                 apps.list_namespaced_deployment,
                 lambda found: _image(found.get(name)) == "nginx:latest",
                 what=f"the image of Deployment {name} to be nginx:latest again",
-                timeout=30,
+                timeout=REPAIR,
                 namespace=namespace,
             )[name]
-        except TimeoutError:
+        except CourseError:
             return wrong("1", "the image stayed nginx:1.27: the sync never updated it")
         # A change that is not about the Deployment: its sync must not update the Deployment.
         touched = custom.patch_namespaced_custom_object(
@@ -215,7 +226,83 @@ def _image(deployment: Mapping[str, Any] | None) -> str | None:
         return None
 
 
-# --- exercise 2: the predicate that stops the runaway -------------------------------------------
+# --- 06a, exercise 2 (check_2): both limiters at once --------------------------------------------
+
+FOOS_3 = 400
+"""Foos that fail at once, and on every retry after (each retry fails as soon as it runs)."""
+
+FAILURES_3 = 12
+"""The failure of Foo #1 whose retry delay the exercise asks about."""
+
+
+def limiters_3() -> tuple[list[float], float, float]:
+    """What sample-controller's two limiters say when ``FOOS_3`` Foos fail at once and on every
+    retry: each first retry's delay, and for Foo #1 after its ``FAILURES_3``-th failure the
+    per-item delay and the bucket's. They are the two parts of
+    :func:`helpers.controller.foo_rate_limiter`, asked separately on a fake clock (its max-of
+    asks both every time, as here)."""
+    clock = FakeClock()
+    item = ItemExponentialFailureRateLimiter(0.005, 1000.0)
+    bucket = BucketRateLimiter(qps=50, burst=300, clock=clock)
+    waiting: list[tuple[float, int, str]] = []
+    first = []
+    for number in range(1, FOOS_3 + 1):
+        key = f"ns/foo-{number}"
+        delay = max(item.when(key), bucket.when(key))
+        first.append(delay)
+        heapq.heappush(waiting, (delay, number, key))
+    failures = 1
+    while True:
+        due, number, key = heapq.heappop(waiting)
+        clock.step(due - clock.now())  # its retry runs, and fails again
+        per_item, shared = item.when(key), bucket.when(key)
+        if number == 1:
+            failures += 1
+            if failures == FAILURES_3:
+                return first, per_item, shared
+        heapq.heappush(waiting, (due + max(per_item, shared), number, key))
+
+
+def check_2(answer: tuple[float, str] | None) -> Verdict:
+    """When the last of 400 first retries runs, and which limiter sets Foo #1's delay after its
+    12th failure; asked of sample-controller's two limiters on a fake clock."""
+    if answer is None:
+        return not_attempted("2", 'set prediction to (seconds, "per-item" or "bucket")')
+    if (
+        not isinstance(answer, tuple | list)
+        or len(answer) != 2
+        or type(answer[0]) not in (int, float)  # not a bool, nor a number that equals anything
+        or type(answer[1]) is not str
+        or answer[1] not in ("per-item", "bucket")
+    ):
+        return wrong("2", 'prediction should be a pair: (seconds, "per-item" or "bucket")')
+    seconds, which = float(answer[0]), answer[1]
+    first, per_item, shared = limiters_3()
+    last = max(first)
+    if abs(seconds - last) > 0.02:
+        return wrong(
+            "2",
+            f"the last first retry does not run {seconds:g} s after the failures: how many of "
+            f"the {FOOS_3} find a token in the burst, and how long does the last of the others "
+            "wait for one at 50 a second?",
+        )
+    decides = "per-item" if per_item >= shared else "bucket"
+    if which != decides:
+        return wrong(
+            "2",
+            f"the {which} limiter does not decide Foo #1's 12th delay: compare its per-item delay "
+            f"after {FAILURES_3} failures with the longest the bucket can make a Foo wait, when "
+            f"{FOOS_3} Foos each hold at most one place in the bucket's line",
+        )
+    return correct(
+        "2",
+        f"the last first retry waits {last:g} s ({sum(d > 0.005 for d in first)} Foos "
+        f"beyond the burst); after Foo #1's 12th failure the per-item delay is {per_item:g} s, "
+        f"the bucket's {shared:g} s",
+    )
+
+
+# --- 06b, exercise 1 (check_3): the predicate that stops the runaway -----------------------------
 
 FINALIZER = "exercise.controllers-from-scratch.dev/hold"
 
@@ -287,11 +374,16 @@ def _offline_2(wakes: Callable[[Foo, Foo], bool]) -> str | None:
         foo["metadata"].update(deletionTimestamp="2026-12-04T10:00:00Z", generation=2,
                                finalizers=[FINALIZER])  # fmt: skip
 
+    def by_hand(foo: Foo) -> None:
+        foo["status"]["availableReplicas"] = 7
+
     cases = [
         (status, False, "a Foo whose status alone changed (the controller's own write)"),
         (spec, True, "a Foo whose spec.replicas changed from 1 to 2"),
         (deletion, True, "a Foo being deleted while a finalizer holds it"),
-    ]
+        (by_hand, True, "a Foo whose status someone else wrote by hand (availableReplicas: 7, "
+                        "no lastSyncTime of ours): nothing would ever put it right"),
+    ]  # fmt: skip
     for change, expected, what in cases:
         new = changed(change)
         before = copy.deepcopy((old, new))
@@ -303,19 +395,19 @@ def _offline_2(wakes: Callable[[Foo, Foo], bool]) -> str | None:
     return None
 
 
-def check_2(
+def check_3(
     wakes: Callable[[Foo, Foo], bool] | None, api: kubernetes.client.ApiClient, namespace: str
 ) -> Verdict:
     """The stamping controller with ``wakes`` in front of its Foo updates: reconciled, quiet, and
     still told about a deletion."""
     if wakes is None:
-        return not_attempted("2", "set wakes to your function")
+        return not_attempted("1", "set wakes to your function")
     try:
         problem = _offline_2(wakes)
     except Exception as exc:  # reported to the learner, not swallowed
-        return wrong("2", f"it raised {type(exc).__name__}: {exc}")
+        return wrong("1", f"it raised {type(exc).__name__}: {exc}")
     if problem:
-        return wrong("2", problem)
+        return wrong("1", problem)
     namespace = namespaces.ensure_namespace(api, namespace)
     extended = status_is_extended(api)
     extend_foo_status(api, namespace)
@@ -330,7 +422,7 @@ def check_2(
         verdict = _run_2(run, custom, namespace, name)
         if filtered.raised is not None:
             raised = filtered.raised
-            return wrong("2", f"it raised {type(raised).__name__} on the cluster: {raised}")
+            return wrong("1", f"it raised {type(raised).__name__} on the cluster: {raised}")
         return verdict
     finally:
         run.stop()
@@ -344,31 +436,43 @@ def _run_2(
 ) -> Verdict:
     args = (FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL)
     custom.create_namespaced_custom_object(*args, foo_body(name, name, 1))
+    print(f"exercise 1: the stamping controller runs with your wakes; waiting for Foo {name}")
     _wait_reconciled(custom, namespace, name, 1)
     custom.patch_namespaced_custom_object(*args, name, {"spec": {"replicas": 2}})
     try:
         _wait_reconciled(custom, namespace, name, 2)
     except AssertionError:
-        return wrong("2", "after spec.replicas changed to 2 the Foo was never reconciled")
+        return wrong("1", "after spec.replicas changed to 2 the Foo was never reconciled")
     key = f"{namespace}/{name}"
+    print(f"exercise 1: reconciled; waiting up to {REPAIR:g} s for {QUIET:g} s without a sync")
     quiet_from = _quiet(run.recorder, key)
     if quiet_from is None:
-        return wrong("2", f"the controller kept syncing: no {QUIET:g} s went by without a sync")
+        return wrong("1", f"the controller kept syncing: no {QUIET:g} s went by without a sync")
     syncs = len(run.recorder.syncs(key))
+    custom.patch_namespaced_custom_object_status(*args, name, {"status": {"availableReplicas": 7}})
+    print(f"exercise 1: status set to 7 by hand; waiting up to {REPAIR:g} s for it to be put right")
+    try:
+        _wait_reconciled(custom, namespace, name, 2, timeout=REPAIR)
+    except AssertionError:
+        return wrong("1", "a status written by hand (availableReplicas: 7) was never put right")
     custom.patch_namespaced_custom_object(*args, name, {"metadata": {"finalizers": [FINALIZER]}})
     deleted = custom.delete_namespaced_custom_object(*args, name)
     version = (deleted.get("metadata") or {}).get("resourceVersion", "")
     try:
         run.recorder.wait_saw("Foo", name, version, timeout=TIMEOUT)
     except TimeoutError:
-        return wrong("2", "the Foo was deleted (a finalizer held it) and the controller never knew")
+        return wrong("1", "the Foo was deleted (a finalizer held it) and the controller never knew")
     return correct(
-        "2", f"reconciled in {syncs} syncs, then quiet; a deletion still woke the controller"
+        "1", f"reconciled in {syncs} syncs, then quiet; a deletion still woke the controller"
     )
 
 
 def _wait_reconciled(
-    custom: kubernetes.client.CustomObjectsApi, namespace: str, name: str, replicas: int
+    custom: kubernetes.client.CustomObjectsApi,
+    namespace: str,
+    name: str,
+    replicas: int,
+    timeout: float = TIMEOUT,
 ) -> dict[str, Any]:
     def done(foos: dict[str, Any]) -> bool:
         foo = foos.get(name) or {}
@@ -383,10 +487,10 @@ def _wait_reconciled(
             custom.list_namespaced_custom_object,
             done,
             what=f"Foo {name} to be reconciled with {replicas} available",
-            timeout=TIMEOUT,
+            timeout=timeout,
             **_foos(custom.api_client, namespace),
         )[name]
-    except TimeoutError as exc:
+    except CourseError as exc:
         raise AssertionError(
             f"Foo {name} never showed observedGeneration == generation and "
             f"{replicas} available replicas: {exc}"
@@ -394,9 +498,9 @@ def _wait_reconciled(
 
 
 def _quiet(recorder: TimelineRecorder, key: str) -> float | None:
-    """The time from which ``key`` had no sync for ``QUIET`` seconds, within ``TIMEOUT``; None if
+    """The time from which ``key`` had no sync for ``QUIET`` seconds, within ``REPAIR``; None if
     it never went quiet. Waiting for what must not happen: a timeout is the good outcome."""
-    deadline = recorder.now() + TIMEOUT
+    deadline = recorder.now() + REPAIR
     while recorder.now() < deadline:
         since = recorder.now()
         try:
@@ -406,29 +510,7 @@ def _quiet(recorder: TimelineRecorder, key: str) -> float | None:
     return None
 
 
-# --- exercise 3: the twelfth retry ---------------------------------------------------------------
-
-ANSWER_3 = "b"
-
-
-def check_3(answer: str | None) -> Verdict:
-    """The delay of a Foo's 12th retry, asked of sample-controller's real limiter."""
-    if answer is None:
-        return not_attempted("3", 'set answer_3 to "a", "b", "c" or "d"')
-    if answer not in ("a", "b", "c", "d"):
-        return wrong("3", f'{answer!r} is not one of "a", "b", "c", "d"')
-    limiter = foo_rate_limiter(FakeClock())
-    delays = [limiter.when("ns/failing") for _ in range(12)]
-    if answer != ANSWER_3:
-        return wrong(
-            "3",
-            f"the limiter says {delays[-1]:g} s: 5 ms doubles 11 times (the bucket still has "
-            "tokens to spare, so the per-item delay is the larger)",
-        )
-    return correct("3", f"the delays were {', '.join(f'{d:g}' for d in delays)} s")
-
-
-# --- exercise 4: the stale reads ----------------------------------------------------------------
+# --- 06b, exercise 2 (check_4): the stale reads --------------------------------------------------
 
 EVENTS_4 = [("10", 0.0), ("12", 1.1), ("15", 3.2), ("16", 4.6)]
 """The versions of Foo x the informer delivered, and when; 16 is someone else's write."""
@@ -437,17 +519,18 @@ SYNCS_4 = {
     "a": ("10", 1.0, [("update Foo status", None, "12")]),
     "b": ("10", 1.05, [("update Foo status", "409 Conflict: the object has been modified", "")]),
     "c": ("12", 3.0, [("update Foo status", None, "15")]),
-    "e": ("12", 3.1, [("create Deployment", "500 InternalError: etcd leader changed", "")]),
-    "d": ("15", 4.5, [("update Foo status", "409 Conflict: the object has been modified", "")]),
+    "d": ("12", 3.1, [("create Deployment", "500 InternalError: etcd leader changed", "")]),
+    "e": ("15", 4.5, [("update Foo status", "409 Conflict: the object has been modified", "")]),
 }
-"""Each sync: the version of x it read, when it started, and its writes (verb, error, version)."""
+"""Each sync, in the order they started: the version of x it read, when it started, and its
+writes (verb, error, version)."""
 
 HINTS_4 = {
     "a": "a read 10 before the controller had written anything",
     "c": "c read 12, the very version a's status write had made",
-    "d": "d read 15, its own last write; its 409 came from someone else's write (16)",
+    "e": "e read 15, its own last write; its 409 came from someone else's write (16)",
     "b": "b read 10 just after a's status write had made 12: our own write was not back yet",
-    "e": "e read 12 after c's write had made 15; it failed before it could meet a 409, but it "
+    "d": "d read 12 after c's write had made 15; it failed before it could meet a 409, but it "
     "read stale data all the same",
 }
 
@@ -470,15 +553,15 @@ def record_4() -> tuple[list[Sync], list[InformerEvent]]:
 def check_4(answer: set[str] | None) -> Verdict:
     """The syncs of the exercise's record that read a Foo older than the controller's own write."""
     if answer is None:
-        return not_attempted("4", 'set answer_4 to a set of letters, for example {"a"}')
+        return not_attempted("2", 'set stale_letters to a set of letters, for example {"a"}')
     if not isinstance(answer, (set, frozenset, list, tuple)) or not set(answer) <= set(SYNCS_4):
-        return wrong("4", f"answer_4 should be a set of the letters {sorted(SYNCS_4)}")
+        return wrong("2", f"stale_letters should be a set of the letters {sorted(SYNCS_4)}")
     syncs, events = record_4()
     letters = dict(zip((s.started for s in syncs), SYNCS_4, strict=True))
     stale = {letters[s.started] for s in stale_reads(syncs, events)}
     extra, missing = sorted(set(answer) - stale), sorted(stale - set(answer))
     if extra:
-        return wrong("4", f"not {extra[0]}: {HINTS_4[extra[0]]}")
+        return wrong("2", f"not {extra[0]}: {HINTS_4[extra[0]]}")
     if missing:
-        return wrong("4", f"{missing[0]} is missing: {HINTS_4[missing[0]]}")
-    return correct("4", f"{' and '.join(sorted(stale))}: a 409 is not the proof, the versions are")
+        return wrong("2", f"{missing[0]} is missing: {HINTS_4[missing[0]]}")
+    return correct("2", f"{' and '.join(sorted(stale))}: a 409 is not the proof, the versions are")
