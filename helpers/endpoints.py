@@ -5,9 +5,11 @@
 """The controller's HTTP side: ``/metrics`` for Prometheus, ``/healthz`` and ``/readyz``.
 
 Counterparts: controller-runtime's metrics server (``--metrics-bind-address``)
-and health probe server (``--health-probe-bind-address``) with
-``healthz.Ping``; kube-controller-manager's ``/healthz`` with a leader election
-check (client-go ``HealthzAdaptor``).
+and health probe server (``--health-probe-bind-address``) with ``healthz.Ping``
+(https://github.com/kubernetes-sigs/controller-runtime/blob/v0.24.1/pkg/healthz/healthz.go#L187-L187);
+kube-controller-manager's ``/healthz`` with a leader election check (client-go
+``HealthzAdaptor``:
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/leaderelection/healthzadaptor.go#L32-L69).
 
 Why two kinds of check:
 
@@ -64,24 +66,6 @@ def metrics_route(registry: CollectorRegistry) -> Route:
     def handle(headers: Mapping[str, str]) -> tuple[int, str, bytes]:
         encoder, content_type = choose_encoder(headers.get("Accept", ""))
         return 200, content_type, encoder(registry)
-
-    return handle
-
-
-def checks_route(kind: str, checks: Mapping[str, Check]) -> Route:
-    """``/healthz`` or ``/readyz``: 200 "ok" if every check passes, else 500 with the list."""
-
-    def handle(headers: Mapping[str, str]) -> tuple[int, str, bytes]:
-        lines, failed = [], False
-        for name, check in checks.items():
-            try:
-                problem = check()
-            except Exception as err:  # a broken check is a failed check, not a crash
-                problem = f"{type(err).__name__}: {err}"
-            failed = failed or problem is not None
-            lines.append(f"[+]{name} ok" if problem is None else f"[-]{name} failed: {problem}")
-        lines.append(f"{kind} check failed" if failed else f"{kind} check passed")
-        return (500 if failed else 200), "text/plain; charset=utf-8", "\n".join(lines).encode()
 
     return handle
 
@@ -143,3 +127,21 @@ def _handler_for(routes: Mapping[str, Route]) -> type[BaseHTTPRequestHandler]:
             log.debug("%s %s", self.address_string(), format % args)
 
     return Handler
+
+
+def checks_route(kind: str, checks: Mapping[str, Check]) -> Route:
+    """``/healthz`` or ``/readyz``: 200 "ok" if every check passes, else 500 with the list."""
+
+    def handle(headers: Mapping[str, str]) -> tuple[int, str, bytes]:
+        lines, failed = [], False
+        for name, check in checks.items():
+            try:
+                problem = check()
+            except Exception as err:  # a broken check is a failed check, not a crash
+                problem = f"{type(err).__name__}: {err}"
+            failed = failed or problem is not None
+            lines.append(f"[+]{name} ok" if problem is None else f"[-]{name} failed: {problem}")
+        lines.append(f"{kind} check failed" if failed else f"{kind} check passed")
+        return (500 if failed else 200), "text/plain; charset=utf-8", "\n".join(lines).encode()
+
+    return handle

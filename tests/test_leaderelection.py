@@ -561,3 +561,30 @@ def test_check_fails_for_a_leader_that_stopped_renewing(
     assert le.check(20) is None
     clock.step(2)
     assert le.check(20) == "failed election to renew leadership on lease foo/bar"
+
+
+class _RecordingCore:
+    """What the lease worker's ``work`` calls on a CoreV1Api: patches, recorded."""
+
+    def __init__(self, leading: StopEvent, stop_after: int) -> None:
+        self.patches: list[dict[str, Any]] = []
+        self.leading, self.stop_after = leading, stop_after
+
+    def patch_namespaced_config_map(self, name: str, namespace: str, body: dict) -> None:
+        assert (name, namespace) == ("work", "ns")
+        self.patches.append(body)
+        if len(self.patches) == self.stop_after:
+            self.leading.set()  # leadership ends: the loop stops before its next write
+
+
+def test_the_lease_workers_work_writes_its_own_entry_until_leadership_ends() -> None:
+    """Chapter 08's worker: every write merges {its name: its count}; none after the end."""
+    from helpers import lease_worker
+
+    leading = StopEvent()
+    core = _RecordingCore(leading, stop_after=3)
+    worker = threading.Thread(target=lease_worker.work, args=(core, "ns", "one", leading))
+    worker.start()
+    worker.join(GUARD)
+    assert not worker.is_alive()
+    assert core.patches == [{"data": {"one": "1"}}, {"data": {"one": "2"}}, {"data": {"one": "3"}}]
