@@ -70,6 +70,24 @@ def metrics_route(registry: CollectorRegistry) -> Route:
     return handle
 
 
+def checks_route(kind: str, checks: Mapping[str, Check]) -> Route:
+    """``/healthz`` or ``/readyz``: 200 "ok" if every check passes, else 500 with the list."""
+
+    def handle(headers: Mapping[str, str]) -> tuple[int, str, bytes]:
+        lines, failed = [], False
+        for name, check in checks.items():
+            try:
+                problem = check()
+            except Exception as err:  # a broken check is a failed check, not a crash
+                problem = f"{type(err).__name__}: {err}"
+            failed = failed or problem is not None
+            lines.append(f"[+]{name} ok" if problem is None else f"[-]{name} failed: {problem}")
+        lines.append(f"{kind} check failed" if failed else f"{kind} check passed")
+        return (500 if failed else 200), "text/plain; charset=utf-8", "\n".join(lines).encode()
+
+    return handle
+
+
 class Endpoint:
     """One HTTP server for some routes, on a thread this object owns."""
 
@@ -127,21 +145,3 @@ def _handler_for(routes: Mapping[str, Route]) -> type[BaseHTTPRequestHandler]:
             log.debug("%s %s", self.address_string(), format % args)
 
     return Handler
-
-
-def checks_route(kind: str, checks: Mapping[str, Check]) -> Route:
-    """``/healthz`` or ``/readyz``: 200 "ok" if every check passes, else 500 with the list."""
-
-    def handle(headers: Mapping[str, str]) -> tuple[int, str, bytes]:
-        lines, failed = [], False
-        for name, check in checks.items():
-            try:
-                problem = check()
-            except Exception as err:  # a broken check is a failed check, not a crash
-                problem = f"{type(err).__name__}: {err}"
-            failed = failed or problem is not None
-            lines.append(f"[+]{name} ok" if problem is None else f"[-]{name} failed: {problem}")
-        lines.append(f"{kind} check failed" if failed else f"{kind} check passed")
-        return (500 if failed else 200), "text/plain; charset=utf-8", "\n".join(lines).encode()
-
-    return handle
