@@ -161,6 +161,10 @@ def test_checks_after_run_all_bring_the_namespace_back(
     assert ch08.check_4(solutions.answer_4, api, chapter_namespace).correct
     core.delete_namespace(chapter_namespace)
     assert ch08.check_2(solutions.leading, api, chapter_namespace).correct
+    core.delete_namespace(chapter_namespace)
+    assert ch08.check_5(solutions.answer_5, api, chapter_namespace).correct
+    core.delete_namespace(chapter_namespace)
+    assert ch08.check_6(solutions.fenced_write, api, chapter_namespace).correct
 
 
 def test_verdicts_number_exercises_as_each_notebook_does() -> None:

@@ -98,7 +98,9 @@ def check_1(answer: float | str | None) -> Verdict:
             f"two workers whose syncs each take two tokens (a status write and an Event) from "
             f"one bucket of 5 a second finished {syncs} syncs in 2 s once the burst was spent: "
             f"≈{syncs / 2:.1f} a second, half the plateau the chapter measured. Whatever shares "
-            "a bucket shares its rate.",
+            "a bucket shares its rate. (With the Events on a thread of their own, as the "
+            "program sends them, the workers would take a larger share of the tokens, and the "
+            "Events would queue up instead.)",
         )
     if 4.0 <= rate <= 6.0:
         return wrong("1", "5 a second is everything the bucket gives; count how many tokens "
