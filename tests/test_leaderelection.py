@@ -474,6 +474,24 @@ def test_partitioned_leader_stops_before_anyone_takes_over(
     assert store.record.leader_transitions == last_renewal.leader_transitions + 1
 
 
+def test_a_failed_renewal_does_not_release_the_lease(
+    store: MemoryLeases, clock: FakeClock, running: list
+) -> None:
+    """Ours releases only when told to stop. client-go's renew calls release whenever its
+    loop ends, after a failed round too (its release reads the Lease first, so its write
+    carries a fresh resourceVersion); chapter 08 says so beside renew."""
+    timeline = Timeline(clock)
+    a = elector(store, "a", clock, timeline.callbacks("a"), release_on_cancel=True)
+    released: list[float] = []
+    a.release = lambda: bool(released.append(clock.now())) or True  # type: ignore[method-assign]
+    start(a, running)
+    timeline.wait_for("a", "started")
+    step_until(clock, lambda: clock.now() > 1005, timeline)
+    store.unreachable.add("a")
+    step_until(clock, lambda: timeline.when("a", "stopped") is not None, timeline)
+    assert released == []
+
+
 def test_leader_whose_requests_hang_stops_before_anyone_takes_over(
     store: MemoryLeases, clock: FakeClock, running: list
 ) -> None:
