@@ -8,11 +8,18 @@ Counterparts: client-go's workqueue metrics (chapter 04's
 :class:`~helpers.workqueue.metrics.QueueMetricsCollector`, same names),
 controller-runtime's ``controller_runtime_reconcile_*`` metrics (here
 ``controller_syncs_total``, ``controller_sync_errors_total``,
-``controller_sync_duration_seconds``), client-go's leader election gauge
-``leader_election_master_status`` and its ``rest_client_rate_limiter_duration_seconds``
-(how long requests waited for a token of the client's pacing), and the
-``process_*`` metrics of Prometheus's process collector. A Go program has those
-only if it registers that collector; client_golang's default registry,
+``controller_sync_duration_seconds``:
+https://github.com/kubernetes-sigs/controller-runtime/blob/v0.24.1/pkg/internal/controller/metrics/metrics.go#L28-L109),
+client-go's leader election gauge ``leader_election_master_status``, and
+``rest_client_rate_limiter_duration_seconds`` (how long requests waited for a
+token of the client's pacing), client-go's REST metric as component-base
+registers it for kube-controller-manager
+(https://github.com/kubernetes/component-base/blob/v0.36.3/metrics/prometheus/restclient/metrics.go#L78-L86).
+controller-runtime's registry takes only ``rest_client_requests_total`` of
+client-go's REST metrics
+(https://github.com/kubernetes-sigs/controller-runtime/blob/v0.24.1/pkg/metrics/client_go_adapter.go#L43-L53).
+And the ``process_*`` metrics of Prometheus's process collector. A Go program has
+those only if it registers that collector; client_golang's default registry,
 component-base's legacyregistry and controller-runtime's registry all do.
 
 Why these: a queue that only grows says the workers cannot keep up; long token
@@ -83,6 +90,17 @@ class ControllerMetrics:
             self.syncs.labels(controller, result)
         self.sync_errors.labels(controller)
 
+    def watch_queue(self, metrics: QueueMetrics) -> None:
+        """Expose a named workqueue's metrics (read at scrape time)."""
+        self.queues.queues.append(metrics)
+
+    def watch_throttles(self, buckets: Mapping[str, Throttle]) -> None:
+        """Expose how long requests waited for tokens, bucket by bucket (read at scrape time)."""
+        self.registry.register(ThrottleCollector(buckets))
+
+    def set_leader(self, lease: str, leading: bool) -> None:
+        self.leader.labels(lease).set(1 if leading else 0)
+
     @contextmanager
     def sync(self) -> Iterator[None]:
         """Time and count one sync; an exception counts as an error and is raised on."""
@@ -98,23 +116,14 @@ class ControllerMetrics:
         finally:
             self.sync_duration.labels(self.controller).observe(time.perf_counter() - started)
 
-    def watch_queue(self, metrics: QueueMetrics) -> None:
-        """Expose a named workqueue's metrics (read at scrape time)."""
-        self.queues.queues.append(metrics)
-
-    def watch_throttles(self, buckets: Mapping[str, Throttle]) -> None:
-        """Expose how long requests waited for tokens, bucket by bucket (read at scrape time)."""
-        self.registry.register(ThrottleCollector(buckets))
-
-    def set_leader(self, lease: str, leading: bool) -> None:
-        self.leader.labels(lease).set(1 if leading else 0)
-
 
 class ThrottleCollector:
     """client-go's ``rest_client_rate_limiter_duration_seconds``, read from our buckets.
 
     client-go observes each request's wait for a token in a histogram by verb and
-    host. Our client keeps a bucket per API group
+    host (component-base's ``rateLimiterLatency``:
+    https://github.com/kubernetes/component-base/blob/v0.36.3/metrics/prometheus/restclient/metrics.go#L78-L86).
+    Our client keeps a bucket per API group
     (:func:`helpers.throttle.throttle_per_group`), whose counters are read at scrape
     time: a summary (``_count`` requests, ``_sum`` seconds waited) by ``group``,
     "core" for the core group.

@@ -5,9 +5,11 @@
 """The controller's HTTP side: ``/metrics`` for Prometheus, ``/healthz`` and ``/readyz``.
 
 Counterparts: controller-runtime's metrics server (``--metrics-bind-address``)
-and health probe server (``--health-probe-bind-address``) with
-``healthz.Ping``; kube-controller-manager's ``/healthz`` with a leader election
-check (client-go ``HealthzAdaptor``).
+and health probe server (``--health-probe-bind-address``) with ``healthz.Ping``
+(https://github.com/kubernetes-sigs/controller-runtime/blob/v0.24.1/pkg/healthz/healthz.go#L187-L187);
+kube-controller-manager's ``/healthz`` with a leader election check (client-go
+``HealthzAdaptor``:
+https://github.com/kubernetes/client-go/blob/v0.36.3/tools/leaderelection/healthzadaptor.go#L32-L69).
 
 Why two kinds of check:
 

@@ -11,8 +11,11 @@ from one goroutine. :class:`EventSender` is that queue and that thread, in
 front of chapter 05's synchronous :class:`~helpers.events.EventRecorder`
 (which keeps the correlation of repeats and the best-effort writes).
 
-Left out: client-go's sink retries a failed write (up to 12 times, 10 s apart);
-ours logs it and moves on, as the recorder always has.
+Left out: client-go's sink retries a write that got no answer (a transport
+error) up to 12 times, 10 s apart; a write the server refused (403, 422, 500,
+...) it logs "will not retry!" and drops at once
+(https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/event.go#L330-L370).
+Ours logs every failed write and moves on, as the recorder always has.
 """
 
 from __future__ import annotations

@@ -34,9 +34,12 @@ finish in time, exit 1 *without* releasing the Lease: a sync may still write,
 so nobody else may lead until the Lease runs out.
 
 Losing the Lease (renewal failed for ``--leader-elect-renew-deadline``) exits
-at once with code 1, as client-go programs do (``klog.Fatalf`` in
-``OnStoppedLeading``): another replica is about to lead, and a restart is the
-simplest way back to a clean standby.
+at once with code 1, as kube-controller-manager and kube-scheduler do in
+``OnStoppedLeading`` (``klog.FlushAndExit(klog.ExitFlushTimeout, 1)``:
+https://github.com/kubernetes/kubernetes/blob/v1.36.3/cmd/kube-controller-manager/app/controllermanager.go#L199-L460,
+https://github.com/kubernetes/kubernetes/blob/v1.36.3/cmd/kube-scheduler/app/server.go#L174-L348):
+another replica is about to lead, and a restart is the simplest way back to a
+clean standby.
 """
 
 from __future__ import annotations
@@ -234,7 +237,8 @@ def connect(
 def connect_paced(
     options: argparse.Namespace, account: Path = SERVICE_ACCOUNT
 ) -> tuple[kubernetes.client.ApiClient, dict[str, Throttle]]:
-    """An API client from the flags (client-go ``BuildConfigFromFlags``), and its buckets.
+    """An API client from the flags, and its buckets (client-go ``BuildConfigFromFlags``:
+    https://github.com/kubernetes/client-go/blob/v0.36.3/tools/clientcmd/client_config.go#L680-L694).
 
     No ``--kubeconfig``, ``--context`` or ``--master`` and running in a Pod: the
     service account's token and CA (``account``). Otherwise the kubeconfig
@@ -385,23 +389,6 @@ class ControllerProcess:
             if endpoint is not None:
                 self.endpoints.append(endpoint)
 
-    def run(self) -> int:
-        """Run until :meth:`shut_down` (or a failure); return the exit code."""
-        if not self.endpoints:
-            self.serve()
-        for informer in self.controller.informers:
-            informer.start()
-        if self.elector is not None:
-            self.metrics.set_leader(self.elector.name, False)
-            self._elector_thread = threading.Thread(
-                target=self.elector.run, args=(self._elector_stop,), name="leader-elector"
-            )
-            self._elector_thread.start()
-        else:
-            self._start_workers()
-        self._wake.wait()
-        return self._stop_everything()
-
     def shut_down(self, reason: str) -> None:
         """Begin a graceful shutdown; safe to call from any thread, and more than once."""
         with self._lock:
@@ -429,6 +416,45 @@ class ControllerProcess:
         self._failed = reason
         self.shut_down(reason)
 
+    def _log_leadership(self, what: str, level: int = logging.INFO, why: str = "") -> None:
+        """The two lines a timeline is built from (the monotonic clock is system-wide)."""
+        assert self.elector is not None
+        log.log(
+            level,
+            "%s leading lease %s as %s (monotonic %.6f)%s",
+            what,
+            self.elector.name,
+            self.elector.lock.identity,
+            time.monotonic(),
+            why,
+        )
+
+    # -- health ------------------------------------------------------------------------------
+
+    def _caches_synced(self) -> str | None:
+        waiting = [i.name for i in self.controller.informers if not i.has_synced()]
+        return f"caches not synced yet: {', '.join(waiting)}" if waiting else None
+
+    def _lease_ok(self) -> str | None:
+        return None if self.elector is None else self.elector.check(LEADER_HEALTH_TOLERANCE)
+
+    def run(self) -> int:
+        """Run until :meth:`shut_down` (or a failure); return the exit code."""
+        if not self.endpoints:
+            self.serve()
+        for informer in self.controller.informers:
+            informer.start()
+        if self.elector is not None:
+            self.metrics.set_leader(self.elector.name, False)
+            self._elector_thread = threading.Thread(
+                target=self.elector.run, args=(self._elector_stop,), name="leader-elector"
+            )
+            self._elector_thread.start()
+        else:
+            self._start_workers()
+        self._wake.wait()
+        return self._stop_everything()
+
     # -- leader election callbacks (on the elector's thread) --------------------------------
 
     def _started_leading(self, leading: StopEvent) -> None:
@@ -450,19 +476,6 @@ class ControllerProcess:
         if leading:
             self._log_leadership("stopped", level=logging.ERROR, why=": leader election lost")
             self.on_lost_lease(EXIT_FAILED)
-
-    def _log_leadership(self, what: str, level: int = logging.INFO, why: str = "") -> None:
-        """The two lines a timeline is built from (the monotonic clock is system-wide)."""
-        assert self.elector is not None
-        log.log(
-            level,
-            "%s leading lease %s as %s (monotonic %.6f)%s",
-            what,
-            self.elector.name,
-            self.elector.lock.identity,
-            time.monotonic(),
-            why,
-        )
 
     def _stop_everything(self) -> int:
         """Workers (bounded), then the Lease, the queued Events, the informers and the servers."""
@@ -497,15 +510,6 @@ class ControllerProcess:
         for endpoint in self.endpoints:
             endpoint.stop()
         self.endpoints.clear()
-
-    # -- health ------------------------------------------------------------------------------
-
-    def _caches_synced(self) -> str | None:
-        waiting = [i.name for i in self.controller.informers if not i.has_synced()]
-        return f"caches not synced yet: {', '.join(waiting)}" if waiting else None
-
-    def _lease_ok(self) -> str | None:
-        return None if self.elector is None else self.elector.check(LEADER_HEALTH_TOLERANCE)
 
 
 def _ok() -> None:

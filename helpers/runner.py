@@ -1,8 +1,10 @@
 """The controller as a child process: start it, read its log, put leaders on a timeline.
 
 Not a client-go counterpart, and not built by a chapter: an instrument, with which
-chapter 08a (and the tests) watch real controller processes. Each
-:class:`ControllerRun` is one ``python -m helpers.program`` process. A reader
+chapters 08 and 08a (and the tests) watch real controller processes. Each
+:class:`ControllerRun` is one ``python -m helpers.program`` process (or another
+module of the course that logs the same lines, such as chapter 08's
+``helpers.lease_worker``). A reader
 thread (named, joined when the process's stderr closes) collects its log lines
 and notifies a Condition, so a caller waits for a line instead of sleeping. The
 "started/stopped leading ... (monotonic T)" lines carry the system-wide monotonic
@@ -39,6 +41,8 @@ LEADERSHIP = re.compile(
 )
 STARTED_LEADING = r"started leading lease \S+ as \S+ \(monotonic (?P<at>[\d.]+)\)"
 """A process's log line when it starts leading; ``at`` is its monotonic clock then."""
+WROTE = re.compile(r"wrote (?P<what>\S+) \(monotonic (?P<at>[\d.]+)\)")
+"""A lease worker's log line for each write that the API server answered."""
 
 
 class ControllerRun:
@@ -51,6 +55,7 @@ class ControllerRun:
         env: dict[str, str] | None = None,
         name: str = "controller",
         condition: threading.Condition | None = None,
+        module: str = "helpers.program",
     ) -> None:
         self.name = name
         self.args = list(args)
@@ -60,7 +65,7 @@ class ControllerRun:
         self.started_at = time.monotonic()
         self.killed_at: float | None = None
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "helpers.program", *self.args],
+            [sys.executable, "-m", module, *self.args],
             cwd=ROOT,
             env={**os.environ, **(env or {})},
             stdin=subprocess.DEVNULL,
@@ -82,12 +87,13 @@ class ControllerRun:
 
     # -- waiting ------------------------------------------------------------------------------
 
-    def wait_for_line(self, pattern: str, timeout: float) -> re.Match[str]:
-        """The first log line matching ``pattern``; fails if the process ends without one."""
+    def wait_for_line(self, pattern: str, timeout: float, after: int = 0) -> re.Match[str]:
+        """The first log line matching ``pattern`` (from line ``after`` on: pass
+        ``len(run.lines)`` to wait for a new one); fails if the process ends without one."""
         regex = re.compile(pattern)
 
         def found() -> re.Match[str] | None:
-            return next((m for m in map(regex.search, self.lines) if m), None)
+            return next((m for m in map(regex.search, self.lines[after:]) if m), None)
 
         with self.changed:
             ok = self.changed.wait_for(
@@ -165,6 +171,11 @@ class ControllerRun:
                 for m in map(LEADERSHIP.search, self.lines)
                 if m
             ]
+
+    def writes(self) -> list[tuple[float, str]]:
+        """``(monotonic time, what)`` of each write the process logged as answered."""
+        with self.changed:
+            return [(float(m["at"]), m["what"]) for m in map(WROTE.search, self.lines) if m]
 
     def intervals(self) -> list[tuple[float, float]]:
         """When this process led: from "started" to "stopped", or to its SIGKILL, or to now."""

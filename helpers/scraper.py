@@ -36,6 +36,9 @@ class Scraper:
         self.url = url
         self.interval = interval
         self.samples: list[tuple[float, Values]] = []  # (monotonic time, values)
+        # When each scrape's request began: the process read its counters after that, and
+        # before the scrape's time above (on a busy machine, long before it).
+        self.asked: list[float] = []
         self.failed = 0  # scrapes that got no answer (the process ending, say)
         self.changed = threading.Condition()
         self._stop = StopEvent()
@@ -44,6 +47,7 @@ class Scraper:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
+            asked = time.monotonic()
             try:
                 with urllib.request.urlopen(f"{self.url}/metrics", timeout=5) as answer:
                     text = answer.read().decode()
@@ -58,6 +62,7 @@ class Scraper:
             }
             with self.changed:
                 self.samples.append((time.monotonic(), values))
+                self.asked.append(asked)
                 self.changed.notify_all()
 
     def series(self, name: str, /, **labels: str) -> list[float]:
@@ -83,16 +88,21 @@ class Scraper:
         """How much a counter grew over every stretch of at least ``window`` seconds.
 
         One ``(seconds, increase)`` per scrape: from it to the first scrape at least
-        ``window`` seconds later (stretches run longer when scrapes come late).
+        ``window`` seconds later (stretches run longer when scrapes come late). The
+        seconds run from when the first scrape was asked to when the last one was
+        answered, so they are never shorter than the time between the two readings of
+        the counter, however late a busy machine handles an answer: a bound such as
+        "at most 5 a second" holds for them.
         """
         with self.changed:
             times = [at for at, _ in self.samples]
+            asked = list(self.asked)
         values = self.series(name, **labels)[: len(times)]
         stretches = []
         for first, began in enumerate(times):
             last = next((j for j in range(first, len(times)) if times[j] - began >= window), None)
             if last is not None:
-                stretches.append((times[last] - began, values[last] - values[first]))
+                stretches.append((times[last] - asked[first], values[last] - values[first]))
         return stretches
 
     def wait_for_value(

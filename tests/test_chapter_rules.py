@@ -94,7 +94,7 @@ def test_no_stale_widget_state(path: Path) -> None:
     assert not stale, f"{len(stale)} stale widget models: run `python -m helpers.tidy`"
 
 
-UNTIL_ISSUE_36 = ("08a", "09")
+UNTIL_ISSUE_36 = ("09",)
 """Chapters not yet split into a main line and deep dives: their first cells state their time
 (checked below), and the limits wait for issue 36."""
 
@@ -204,7 +204,6 @@ def test_the_issue_36_list_holds_only_chapters_over_their_limits() -> None:
 
 SANITIZER = Path(__file__).resolve().parent / "nbval-sanitize.cfg"
 MASKED_WITHOUT_ASSERT_UNTIL_ISSUE_36 = {
-    "08a_controller_as_a_program.ipynb": {8},
     "09_testing_a_controller.ipynb": {16, 18, 32, 40},
 }
 """Cells of chapters 06-09 whose stored output the sanitizer masks and which assert nothing yet

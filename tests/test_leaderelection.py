@@ -474,6 +474,24 @@ def test_partitioned_leader_stops_before_anyone_takes_over(
     assert store.record.leader_transitions == last_renewal.leader_transitions + 1
 
 
+def test_a_failed_renewal_does_not_release_the_lease(
+    store: MemoryLeases, clock: FakeClock, running: list
+) -> None:
+    """Ours releases only when told to stop. client-go's renew calls release whenever its
+    loop ends, after a failed round too (its release reads the Lease first, so its write
+    carries a fresh resourceVersion); chapter 08 says so beside renew."""
+    timeline = Timeline(clock)
+    a = elector(store, "a", clock, timeline.callbacks("a"), release_on_cancel=True)
+    released: list[float] = []
+    a.release = lambda: bool(released.append(clock.now())) or True  # type: ignore[method-assign]
+    start(a, running)
+    timeline.wait_for("a", "started")
+    step_until(clock, lambda: clock.now() > 1005, timeline)
+    store.unreachable.add("a")
+    step_until(clock, lambda: timeline.when("a", "stopped") is not None, timeline)
+    assert released == []
+
+
 def test_leader_whose_requests_hang_stops_before_anyone_takes_over(
     store: MemoryLeases, clock: FakeClock, running: list
 ) -> None:
@@ -561,3 +579,30 @@ def test_check_fails_for_a_leader_that_stopped_renewing(
     assert le.check(20) is None
     clock.step(2)
     assert le.check(20) == "failed election to renew leadership on lease foo/bar"
+
+
+class _RecordingCore:
+    """What the lease worker's ``work`` calls on a CoreV1Api: patches, recorded."""
+
+    def __init__(self, leading: StopEvent, stop_after: int) -> None:
+        self.patches: list[dict[str, Any]] = []
+        self.leading, self.stop_after = leading, stop_after
+
+    def patch_namespaced_config_map(self, name: str, namespace: str, body: dict) -> None:
+        assert (name, namespace) == ("work", "ns")
+        self.patches.append(body)
+        if len(self.patches) == self.stop_after:
+            self.leading.set()  # leadership ends: the loop stops before its next write
+
+
+def test_the_lease_workers_work_writes_its_own_entry_until_leadership_ends() -> None:
+    """Chapter 08's worker: every write merges {its name: its count}; none after the end."""
+    from helpers import lease_worker
+
+    leading = StopEvent()
+    core = _RecordingCore(leading, stop_after=3)
+    worker = threading.Thread(target=lease_worker.work, args=(core, "ns", "one", leading))
+    worker.start()
+    worker.join(GUARD)
+    assert not worker.is_alive()
+    assert core.patches == [{"data": {"one": "1"}}, {"data": {"one": "2"}}, {"data": {"one": "3"}}]

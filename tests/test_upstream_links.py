@@ -19,7 +19,7 @@ from tests import upstream_links
 from tests.upstream_links import ROOT, Link
 
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
-UNTIL_ISSUE_36 = ("08a", "09")
+UNTIL_ISSUE_36 = ("09",)
 SOURCES_OF_LINKS = [
     *CHAPTERS,
     *sorted((ROOT / "helpers").rglob("*.py")),

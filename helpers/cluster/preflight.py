@@ -81,7 +81,7 @@ NAMESPACED_NEEDS: list[Need] = [
         "get list watch create update patch delete", "foos", "samplecontroller.k8s.io", "00, 05-09"
     ),
     Need("update", "foos", "samplecontroller.k8s.io", "status", chapters="05-09"),
-    *_needs("get list watch create update", "leases", "coordination.k8s.io", "08a"),
+    *_needs("get list watch create update", "leases", "coordination.k8s.io", "08, 08a"),
     *_needs("get create", "serviceaccounts", "", "08b"),
     Need("create", "serviceaccounts", "", "token", chapters="08b"),
     *_needs("get create update patch", "roles", "rbac.authorization.k8s.io", "08b"),
@@ -274,7 +274,7 @@ def _permission_rows(api: kubernetes.client.ApiClient, who: str | None) -> list[
     asks += [("cluster reads", need, None) for need in CLUSTER_READS]
     if who is None:
         asks += [("cluster writes", need, None) for need in CLUSTER_WRITES]
-    else:  # chapter 08a reads the controller manager's Lease
+    else:  # chapter 08 reads the controller manager's Lease
         asks.append(
             (
                 "cluster reads",

@@ -1,21 +1,25 @@
-"""Checks for chapter 08's exercises, in its two parts.
+"""Checks for chapter 08's exercises, in its three parts.
 
-08a, the controller as a program: check 1 asks for a prediction (more workers
-against the client's token bucket) and shows the answer on the course's real
-bucket; check 2 runs the learner's readiness check in two real controller
-processes (in this kernel) that share one Lease, asks their ``/readyz``, stops
-the leader and asks the other again. 08b, shipping it: check 3 binds the
-learner's Role rules to a ServiceAccount and asks the API server, one
-SelfSubjectAccessReview per permission, whether that account may do what the
-finalizing controller does, and nothing more (it counts what is missing without
-naming it: :func:`run_finalizing` runs the controller as that account on one Foo
-and shows each 403 it meets, which is how the learner finds out); check 4 asks
-for a prediction (a foreground delete of a Foo held by a finalizer) and carries
-it out.
+08, leader election: check 5 asks for a prediction (a leader paused for less
+than its lease) and replays it on the chapter's elector, with fake clocks and a
+real Lease; check 6 gives the learner's fenced write a ConfigMap and three
+leaders, one of which writes between the learner's read and write. 08a, the
+controller as a program: check 1 asks for a prediction (Events and Foo-status
+writes sharing one token bucket) and measures it on the course's real bucket;
+check 2 runs the learner's readiness check in two real controller processes
+(in this kernel) that share one Lease, waits until both have synced their
+caches, asks their ``/readyz``, stops the leader and asks the other again. 08b,
+shipping it: check 3 binds the learner's Role rules to a ServiceAccount and asks
+the API server, one SelfSubjectAccessReview per permission, whether that account
+may do what the finalizing controller does, and nothing more (it counts what is
+missing without naming it: :func:`run_finalizing` runs the controller as that
+account on one Foo and shows each 403 it meets, which is how the learner finds
+out); check 4 asks for a prediction (a foreground delete of a Foo held by a
+finalizer) and carries it out.
 
-Verdicts name the exercise as its notebook numbers it (checks 1 and 2 are 08a's
-exercises 1 and 2, checks 3 and 4 are 08b's exercises 1 and 2). Checks 2, 3
-and 4 bring the chapter's namespace back first: after "Run All" its last cell
+Verdicts name the exercise as its notebook numbers it (checks 5 and 6 are 08's
+exercises 1 and 2, checks 1 and 2 are 08a's, checks 3 and 4 are 08b's). Checks
+2 to 6 bring the chapter's namespace back first: after "Run All" its last cell
 has deleted it.
 """
 
@@ -39,7 +43,7 @@ from kubernetes.client.exceptions import ApiException
 
 from .. import namespaces, rbac
 from ..apierrors import explain, status_of
-from ..clock import StopEvent
+from ..clock import FakeClock, StopEvent
 from ..controller import (
     FOO_GROUP,
     FOO_PLURAL,
@@ -56,7 +60,8 @@ from ..finalizers import (
     is_being_deleted,
     set_foo_finalizers,
 )
-from ..informer import SharedInformer
+from ..informer import SharedInformer, wait_for_cache_sync
+from ..leaderelection import LeaderCallbacks, LeaderElector, LeaseLock
 from ..listwatch import ListWatch
 from ..program import ControllerProcess, parse_args
 from ..startup_checks import CONTROLLER_PERMISSIONS, Permission
@@ -67,55 +72,74 @@ from . import CannotCheck, Verdict, correct, not_attempted, wrong
 GUARD_SECONDS = 60.0
 """How long a check waits for what takes a few seconds on a quiet machine."""
 
-# --- 08a, exercise 1: more workers, one bucket -------------------------------------------------
+# --- 08a, exercise 1: Events and Foo-status writes on one bucket -----------------------------
 
-ANSWERS_1 = {
-    "a": "workers do not make tokens: every sync writes a Foo status through the one "
-    "samplecontroller.k8s.io bucket (5 a second), so eight workers wait for it as two did",
-    "c": "the queue's lock is held for microseconds; the wait that sets the pace is for the "
-    "client's tokens, and it is the same for two workers or eight",
-    "d": "--kube-api-qps sets the bucket's rate; --workers only sets how many wait for it",
-}
+QPS, BURST = 5, 10
 
 
-def tokens_taken(threads: int, seconds: float, qps: float = 5, burst: int = 10) -> int:
-    """How many tokens ``threads`` threads take from one fresh bucket in ``seconds``."""
-    bucket, stop, taken, lock = Throttle(qps, burst), StopEvent(), [0], threading.Lock()
+def syncs_paced(workers: int, tokens_per_sync: int, seconds: float, after: float) -> int:
+    """Syncs that ``workers`` threads finish in ``seconds``, once ``after`` seconds have spent
+    the burst, when each sync takes ``tokens_per_sync`` tokens from one fresh bucket
+    (5 a second, burst 10)."""
+    bucket, stop, done, lock = Throttle(QPS, BURST), StopEvent(), [], threading.Lock()
+    began = time.monotonic()
 
-    def take() -> None:
+    def sync() -> None:
         while not stop.is_set():
-            bucket.wait()
-            if stop.is_set():
-                return
+            for _ in range(tokens_per_sync):
+                bucket.wait()
             with lock:
-                taken[0] += 1
+                done.append(time.monotonic() - began)
 
-    workers = [threading.Thread(target=take, name=f"tokens-{n}") for n in range(threads)]
-    for worker in workers:
-        worker.start()
-    stop.wait(seconds)  # the measurement's length, not a way of synchronising
+    threads = [threading.Thread(target=sync, name=f"syncs-{n}") for n in range(workers)]
+    for thread in threads:
+        thread.start()
+    stop.wait(after + seconds)  # the measurement's length, not a way of synchronising
     stop.set()
-    for worker in workers:
-        worker.join()
-    return taken[0]
+    for thread in threads:
+        thread.join()
+    return sum(1 for at in done if after <= at < after + seconds)
 
 
-def check_1(answer: str | None) -> Verdict:
-    """Eight workers instead of two, at --kube-api-qps 5: how fast on the plateau?"""
+def _number(answer: object) -> float | None:
+    try:
+        return float(str(answer).strip().removesuffix("/s").strip())
+    except ValueError:
+        return None
+
+
+def check_1(answer: float | str | None) -> Verdict:
+    """One bucket for Events and Foo-status writes, at 5 a second: status writes a second?"""
     if answer is None:
-        return not_attempted("1", 'set answer_1 to "a", "b", "c" or "d"')
-    answer = str(answer).strip().lower()
-    if answer == "b":
-        many, few = tokens_taken(8, 2.0), tokens_taken(2, 2.0)
+        return not_attempted("1", "set answer_1 to a number of Foo-status writes a second")
+    rate = _number(answer)
+    if rate is None:
+        return wrong("1", f"{answer!r} is not a number of writes a second (7 or 7.5, say)")
+    if 2.0 <= rate <= 3.0:
+        syncs = syncs_paced(2, 2, 2.0, 2.5)
         return correct(
             "1",
-            f"in 2 s, 8 threads took {many} tokens from a bucket of 5 a second (burst 10), "
-            f"2 threads took {few}: the bucket, not the workers, sets the pace. More workers "
-            "only hold more keys while they wait.",
+            f"two workers whose syncs each take two tokens (a status write and an Event) from "
+            f"one bucket of 5 a second finished {syncs} syncs in 2 s once the burst was spent: "
+            f"≈{syncs / 2:.1f} a second, half the plateau the chapter measured. Whatever shares "
+            "a bucket shares its rate. (With the Events on a thread of their own, as the "
+            "program sends them, the workers would take a larger share of the tokens, and the "
+            "Events would queue up instead.)",
         )
-    if answer in ANSWERS_1:
-        return wrong("1", ANSWERS_1[answer])
-    return wrong("1", f'{answer!r} is not one of "a", "b", "c", "d"')
+    if 4.0 <= rate <= 6.0:
+        return wrong("1", "5 a second is everything the bucket gives; count how many tokens "
+                          "one sync takes from it now")  # fmt: skip
+    if 6.0 < rate <= 12.0:
+        return wrong("1", "the burst of 10 is spent in the first second or two; on the "
+                          "plateau a bucket gives only its rate, to all that share it")  # fmt: skip
+    if rate > 12.0:
+        return wrong("1", "the bucket still gives 5 tokens a second, and more workers do not "
+                          "make tokens: no write can go faster than that")  # fmt: skip
+    if rate < 2.0:
+        return wrong("1", "too few: the bucket still gives 5 tokens a second; count the "
+                          "tokens one sync takes")  # fmt: skip
+    return wrong("1", "too many for a bucket of 5 tokens a second: count the tokens one sync "
+                      "takes")  # fmt: skip
 
 
 # --- 08a, exercise 2: readiness tied to leadership ---------------------------------------------
@@ -134,6 +158,19 @@ def _ask(url: str) -> tuple[int, str]:
         return failed.code, failed.read().decode()
 
 
+class _TooSlow(Exception):
+    """Something the check needs (not the learner's function) did not happen in time."""
+
+
+def _wait(what: Callable[[float], bool], description: str) -> None:
+    """``what(timeout)`` until it returns True: silently for 2 s, then saying so."""
+    if what(2.0):
+        return
+    print(f"exercise 2: still waiting for {description} (up to {GUARD_SECONDS:g} s)")
+    if not what(GUARD_SECONDS - 2.0):
+        raise _TooSlow(f"{description} did not happen within {GUARD_SECONDS:g} s")
+
+
 class _Running:
     """A ControllerProcess in a thread of this kernel, with the learner's readiness check."""
 
@@ -147,7 +184,16 @@ class _Running:
                               "--health-probe-bind-address", "127.0.0.1:0"])  # fmt: skip
         self.identity = identity
         self.process = ControllerProcess(api, options, on_lost_lease=self._lost)
-        self.process.readiness["leading"] = lambda: leading(self.process)
+        self.raised: Exception | None = None  # what the learner's check raised, if it did
+
+        def judged() -> str | None:
+            try:
+                return leading(self.process)
+            except Exception as err:
+                self.raised = err
+                raise  # the probe answers "[-]leading failed: ..."
+
+        self.process.readiness["leading"] = judged
         self.changed = threading.Condition()
         self.seen: list[str] = []  # holders this process observed, in order
         self.leads = False
@@ -178,9 +224,19 @@ class _Running:
         self.process.shut_down("lost the lease")
 
     def wait(self, what: Callable[[], bool], description: str) -> None:
-        with self.changed:
-            ok = self.changed.wait_for(what, GUARD_SECONDS)
-        assert ok, f"{self.identity}: no {description} within {GUARD_SECONDS:g} s"
+        """Until ``what()`` holds for this process (it leads, it saw a leader)."""
+
+        def holds(timeout: float) -> bool:
+            with self.changed:
+                return self.changed.wait_for(what, timeout)
+
+        _wait(holds, f"{self.identity}: {description}")
+
+    def wait_for_caches(self) -> None:
+        """Until its informers have synced, so that /readyz judges only the learner's check."""
+        informers = self.process.controller.informers
+        _wait(lambda timeout: wait_for_cache_sync(*informers, timeout=timeout),
+              f"{self.identity}: its caches to sync")  # fmt: skip
 
     def ready(self) -> tuple[int, str]:
         return _ask(self.process.endpoints[0].url + "/readyz")
@@ -193,7 +249,11 @@ class _Running:
 def check_2(
     leading: Callable[[Any], str | None] | None, api: kubernetes.client.ApiClient, namespace: str
 ) -> Verdict:
-    """A readiness check that passes only on the leader (or without leader election)."""
+    """A readiness check that passes only on the leader (or without leader election).
+
+    Both processes' caches have synced before their ``/readyz`` is asked, so that the
+    answer depends on the learner's check alone (the informers' check passes).
+    """
     if leading is None:
         return not_attempted("2", "set leading to your function (process) -> None or a sentence")
     namespaces.ensure_namespace(api, namespace)
@@ -203,23 +263,15 @@ def check_2(
     except ApiException as err:
         if err.status != 404:
             raise
-    alone = ControllerProcess(api, parse_args(["--namespace", namespace]))
-    try:
-        without = leading(alone)
-    except Exception as err:
-        return wrong("2", f"for a process without leader election it raised {err!r}")
-    finally:
-        alone.events.stop(1)  # its Event thread; nothing else of it was started
-    if without is not None:
-        return wrong("2", f"a process without --leader-elect always works, so it is ready; "
-                          f"yours said {without!r}")  # fmt: skip
     first = _Running(api, namespace, "first", leading)
     started = [first]
     try:
         first.wait(lambda: first.leads, "leadership")
+        first.wait_for_caches()
         second = _Running(api, namespace, "second", leading)
         started.append(second)
         second.wait(lambda: "first" in second.seen, "sight of the leader")
+        second.wait_for_caches()
         verdict = _judge_pair(first, second)
         if verdict is not None:
             return verdict
@@ -229,6 +281,12 @@ def check_2(
         if status != 200:
             return wrong("2", "after the leader stopped, the other process led, but its "
                               f"/readyz answered {status}: {body}")  # fmt: skip
+        verdict = _judge_alone(api, namespace, leading)
+        if verdict is not None:
+            return verdict
+    except _TooSlow as slow:
+        why = f"the cluster is too slow to check this now: {slow}; run the check again"
+        return CannotCheck("2", "not attempted yet", why)
     finally:
         for running in started:
             running.stop()
@@ -242,20 +300,39 @@ def check_2(
     )
 
 
+def _judge_alone(
+    api: kubernetes.client.ApiClient, namespace: str, leading: Callable[[Any], str | None]
+) -> Verdict | None:
+    """None if the check passes a process without leader election; else why not."""
+    alone = ControllerProcess(api, parse_args(["--namespace", namespace]))
+    try:
+        without = leading(alone)
+    except Exception as err:
+        return wrong("2", f"for a process without leader election it raised {err!r}")
+    finally:
+        alone.events.stop(1)  # its Event thread; nothing else of it was started
+    if without is not None:
+        return wrong("2", f"a process without --leader-elect always works, so it is ready; "
+                          f"yours said {without!r}")  # fmt: skip
+    return None
+
+
 def _judge_pair(leader: _Running, standby: _Running) -> Verdict | None:
     """None if the leader is ready and the standby is not, with a sentence; else why not."""
     status, body = leader.ready()
+    if leader.raised is not None:
+        return wrong("2", f"your check raised {leader.raised!r} in the leader")
     if status != 200:
         return wrong("2", f"the leader's /readyz answered {status}: {body}")
     status, body = standby.ready()
+    if standby.raised is not None:
+        return wrong("2", f"your check raised {standby.raised!r} in the standby")
     if status == 200:
         return wrong("2", "the standby (it does not lead: first does) answered /readyz with "
                           "200; its readiness should fail while another process leads")  # fmt: skip
     line = next((x for x in body.splitlines() if x.startswith("[-]leading")), "")
     if "failed: " not in line or len(line.split("failed: ", 1)[1].split()) < 3:
         return wrong("2", f"the standby's /readyz failed, but says no sentence why: {body!r}")
-    if "TypeError" in line or "Error:" in line:
-        return wrong("2", f"your check raised in the standby: {line}")
     return None
 
 
@@ -669,3 +746,195 @@ def _leave_nothing_of_4(api: kubernetes.client.ApiClient, namespace: str) -> Non
     wait_for(kubernetes.client.AppsV1Api(api).list_namespaced_deployment,
              lambda listed: NAME_4 not in listed, what=f"Deployment {NAME_4} to be gone",
              timeout=WAIT_4_SECONDS, namespace=namespace)  # fmt: skip
+
+
+# --- 08, exercise 1 (check 5): a leader paused for less than its lease --------------------------
+
+LEASE_5 = "exercise-5"
+PAUSE_5 = 8.0
+ANSWERS_5 = {
+    "a": "a candidate takes over only after the record has not changed for a whole lease on "
+    "its own clock, and 8 s is less than the 15 s lease",
+    "c": "RenewDeadline bounds one round of renewals, and a round that begins after the pause "
+    "has its whole 10 s; what does the leader's first try of that round find?",
+    "d": "a candidate takes over only after the record has not changed for a whole lease on "
+    "its own clock, and 8 s is less than the 15 s lease: there is nothing to notice",
+}
+
+
+def pause_replayed(api: kubernetes.client.ApiClient, namespace: str) -> dict[str, Any]:
+    """A leader paused for 8 s right after a renewal, on the chapter's elector at the usual
+    durations: real Lease requests, and a fake clock each, the leader's stopped for the pause."""
+    coordination = kubernetes.client.CoordinationV1Api(api)
+    try:
+        coordination.delete_namespaced_lease(LEASE_5, namespace)  # from an earlier attempt
+    except ApiException as err:
+        if err.status != 404:
+            raise
+    clocks = {"leader": FakeClock(), "standby": FakeClock()}
+    ignored = LeaderCallbacks(lambda leading: None, lambda: None)
+    leader, standby = (
+        LeaderElector(LeaseLock.on_cluster(api, namespace, LEASE_5, who), ignored,
+                      clock=clocks[who])
+        for who in ("leader", "standby")
+    )  # fmt: skip
+    took = leader.try_acquire_or_renew(10.0)  # the free Lease, then a renewal: its last one
+    renewed_before = leader.try_acquire_or_renew(10.0)
+    tries = [standby.try_acquire_or_renew(10.0)]  # it sees the leader's record
+    for _ in range(int(PAUSE_5 / 2)):  # the pause: the standby tries every 2 s
+        clocks["standby"].step(2.0)
+        tries.append(standby.try_acquire_or_renew(10.0))
+    clocks["leader"].step(PAUSE_5)  # the leader runs again: its clock jumped on at once
+    renewed_after = leader.try_acquire_or_renew(10.0)
+    clocks["standby"].step(2.0)
+    tries.append(standby.try_acquire_or_renew(10.0))
+    return {
+        "took": took and renewed_before,
+        "standby took": any(tries),
+        "renewed after": renewed_after,
+        "standby waits again from": standby.observed_time,
+        "standby now": clocks["standby"].now(),
+        "holder": coordination.read_namespaced_lease(LEASE_5, namespace).spec.holder_identity,
+    }
+
+
+def check_5(answer: str | None, api: kubernetes.client.ApiClient, namespace: str) -> Verdict:
+    """The usual 15/10/2 s; the leader paused 8 s right after a renewal: what happens?"""
+    if answer is None:
+        return not_attempted("1", 'set answer_5 to "a", "b", "c" or "d"')
+    answer = str(answer).strip().lower()
+    if answer in ANSWERS_5:
+        return wrong("1", ANSWERS_5[answer])
+    if answer != "b":
+        return wrong("1", f'{answer!r} is not one of "a", "b", "c", "d"')
+    namespaces.ensure_namespace(api, namespace)
+    seen = pause_replayed(api, namespace)
+    if not seen["took"] or seen["standby took"] or not seen["renewed after"]:
+        return CannotCheck("1", "not attempted yet", f"the replay went otherwise: {seen}")
+    return correct(
+        "1",
+        "replayed on this chapter's elector (a real Lease, a fake clock each): the standby's "
+        "tries during the pause all found a valid lease (8 s < 15 s); the leader's first try "
+        "after it renewed at once, on its fast path (its own clock said its lease still held, "
+        f"and nobody had written); the Lease names {seen['holder']}, and the standby, having seen "
+        "the record change, waits a whole lease again. A pause shorter than the lease (minus "
+        "the standby's retries) costs nothing; one longer than it is the demonstration above.",
+    )
+
+
+# --- 08, exercise 2 (check 6): a fenced write --------------------------------------------------
+
+MAP_6 = "exercise-6"
+TOKEN = "fencing-token"
+
+
+class _RacingCore:
+    """A CoreV1Api whose first read of ConfigMap ``name`` is followed, before it returns, by
+    a write of a newer leader (``token``): the worst moment for the learner's write."""
+
+    def __init__(self, core: kubernetes.client.CoreV1Api, name: str, token: int) -> None:
+        self._core, self._name, self._token, self.raced = core, name, token, False
+
+    def __getattr__(self, attribute: str) -> Any:
+        real = getattr(self._core, attribute)
+        if not attribute.startswith(("read_namespaced_config_map", "list_namespaced_config_map")):
+            return real
+
+        def read(*args: Any, **kwargs: Any) -> Any:
+            result = real(*args, **kwargs)
+            if not self.raced:
+                self.raced = True
+                namespace = kwargs.get("namespace") or args[-1]
+                _write_as(self._core, namespace, self._name, self._token, {"writer": "three"})
+            return result
+
+        return read
+
+
+def _write_as(core: kubernetes.client.CoreV1Api, namespace: str, name: str, token: int,
+              data: dict[str, str]) -> None:  # fmt: skip
+    """A newer leader's write (by the check itself): token and data, unconditionally."""
+    body = {"metadata": {"annotations": {TOKEN: str(token)}}, "data": data}
+    core.patch_namespaced_config_map(name, namespace, body)
+
+
+def _stored(core: kubernetes.client.CoreV1Api, namespace: str) -> tuple[str | None, dict]:
+    found = core.read_namespaced_config_map(MAP_6, namespace)
+    return (found.metadata.annotations or {}).get(TOKEN), dict(found.data or {})
+
+
+def _attempt(fenced_write: Callable[..., Any], core: Any, namespace: str, token: int,
+             data: dict[str, str]) -> bool | str:  # fmt: skip
+    """What the learner's function said: True/False, "409" for a conflict it let out, or why
+    it failed."""
+    try:
+        return bool(fenced_write(core, namespace, MAP_6, token, dict(data)))
+    except ApiException as err:
+        return "409" if err.status == 409 else f"it raised {explain(err)}"
+    except Exception as err:
+        return f"it raised {err!r}"
+
+
+def check_6(
+    fenced_write: Callable[..., Any] | None, api: kubernetes.client.ApiClient, namespace: str
+) -> Verdict:
+    """A write into a ConfigMap that a leader with a lower token cannot make."""
+    if fenced_write is None:
+        return not_attempted("2", "set fenced_write to your function "
+                                  "(core, namespace, name, token, data) -> bool")  # fmt: skip
+    namespaces.ensure_namespace(api, namespace)
+    core = kubernetes.client.CoreV1Api(api)
+    try:
+        core.delete_namespaced_config_map(MAP_6, namespace)  # from an earlier attempt
+    except ApiException as err:
+        if err.status != 404:
+            raise
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": MAP_6}})
+    steps = [  # (token, data, should land, what it stands for)
+        (1, {"writer": "one", "n": "1"}, True, "the first leader (token 1), on a fresh ConfigMap"),
+        (1, {"writer": "one", "n": "2"}, True, "the same leader writing again (token 1)"),
+        (2, {"writer": "two", "n": "1"}, True, "a new leader (token 2)"),
+        (1, {"writer": "one", "n": "3"}, False, "the old leader, resumed (token 1 after 2)"),
+        (9, {"writer": "nine", "n": "1"}, True, "a leader with token 9"),
+        (10, {"writer": "ten", "n": "1"}, True, "a leader with token 10 (after 9)"),
+    ]
+    for token, data, lands, who in steps:
+        before = _stored(core, namespace)
+        said = _attempt(fenced_write, core, namespace, token, data)
+        if isinstance(said, str) and said != "409":
+            return wrong("2", f"for {who}, {said}")
+        after = _stored(core, namespace)
+        landed = after[0] == str(token) and all(after[1].get(k) == v for k, v in data.items())
+        if lands and not landed:
+            return wrong("2", f"{who} should have written, and did not: the ConfigMap holds "
+                              f"token {after[0]} and {after[1]}")  # fmt: skip
+        if not lands and after != before:
+            return wrong("2", f"{who} wrote over a newer leader's write: the ConfigMap went from "
+                              f"token {before[0]} to {after[0]}, data {after[1]}")  # fmt: skip
+        if said is not lands and said != "409":
+            return wrong("2", f"for {who} your function returned {said!r}, but its write "
+                              f"{'landed' if landed else 'did not land'}")  # fmt: skip
+    racing = _RacingCore(core, MAP_6, 12)
+    said = _attempt(fenced_write, racing, namespace, 11, {"writer": "eleven", "n": "1"})
+    token, data = _stored(core, namespace)
+    if not racing.raced:
+        return wrong("2", "your function never read the ConfigMap: it cannot know whether a "
+                          "newer leader wrote")  # fmt: skip
+    if token != "12" or data.get("writer") != "three":
+        return wrong(
+            "2",
+            "a leader with token 12 wrote between your read and your write, and "
+            "your write (token 11) landed over it: a check, then a write, is a "
+            "race; make the write fail if the object changed since your read",
+        )
+    if isinstance(said, str) and said != "409":
+        return wrong("2", f"when a newer leader wrote between your read and your write, {said}")
+    if said is True:
+        return wrong("2", "your write did not land (good), but your function returned True")
+    return correct(
+        "2",
+        "a fencing token: each leader's writes carry its number, and the object refuses a "
+        "lower one, read and write tied together by the resourceVersion. This one guards a "
+        "single ConfigMap; each object (or outside system) a controller writes would need its "
+        "own, which is why Kubernetes controllers rely on the margin and on idempotent work.",
+    )
