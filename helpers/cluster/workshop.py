@@ -285,19 +285,24 @@ class ClusterFacts:
     """``v1.36``: the Pod Security version enforced, the cluster's own (pinned: a later
     Kubernetes may tighten a level, and a running workshop should not change under people)."""
     api_server: tuple[tuple[str, int], ...]
-    """The API server's addresses and ports as Pods reach them (the ``kubernetes`` Endpoints)."""
+    """The API server's addresses and ports as Pods reach them (the ``kubernetes`` Service's
+    EndpointSlices)."""
 
 
 def facts_of(api: kubernetes.client.ApiClient) -> ClusterFacts:
     version = kubernetes.client.VersionApi(api).get_code()
     minor = re.match(r"\d+", version.minor)
-    core = kubernetes.client.CoreV1Api(api)
-    endpoints = core.read_namespaced_endpoints("kubernetes", "default")
+    slices = kubernetes.client.DiscoveryV1Api(api).list_namespaced_endpoint_slice(
+        "default", label_selector="kubernetes.io/service-name=kubernetes"
+    )
     addresses = tuple(
-        (address.ip, port.port)
-        for subset in endpoints.subsets or []
-        for address in subset.addresses or []
-        for port in subset.ports or []
+        sorted(
+            (address, port.port)
+            for endpoints in slices.items
+            for endpoint in endpoints.endpoints or []
+            for address in endpoint.addresses
+            for port in endpoints.ports or []
+        )
     )
     return ClusterFacts(f"v{version.major}.{minor[0] if minor else version.minor}", addresses)
 
