@@ -41,9 +41,13 @@ up: setup
 
 # JupyterLab refuses to run as root unless told; containers and CI machines often are root.
 # jupyter/ holds the course's settings: no news pop-up, kernels over CurveZMQ (see its README).
+# The kernels use the course's cluster, or the kubeconfig LAB_KUBECONFIG names (a workshop
+# attendee's file: make lab LAB_KUBECONFIG=~/alice.kubeconfig).
+LAB_KUBECONFIG ?=
 lab: setup
 	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
-	KUBECONFIG="$$($(PY) -m helpers.cluster kubeconfig)" $(VENV)/bin/jupyter lab notebooks/ \
+	KUBECONFIG="$(if $(LAB_KUBECONFIG),$(abspath $(LAB_KUBECONFIG)),$$($(PY) -m helpers.cluster kubeconfig))" \
+	  $(VENV)/bin/jupyter lab notebooks/ \
 	  $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 status: setup
@@ -72,9 +76,11 @@ book: setup
 
 # A shared cluster for a workshop: namespaces, a ServiceAccount and a kubeconfig per attendee.
 ATTENDEES ?=
+# WORKSHOP_ARGS passes more options: --server URL, --token-hours N, --out DIR, --allow-loopback.
+WORKSHOP_ARGS ?=
 workshop-up: setup
 	@[ -n "$(ATTENDEES)" ] || { echo "error: name the attendees: make workshop-up ATTENDEES=alice,bob"; exit 2; }
-	$(PY) -m helpers.cluster.workshop up --attendees "$(ATTENDEES)"
+	$(PY) -m helpers.cluster.workshop up --attendees "$(ATTENDEES)" $(WORKSHOP_ARGS)
 
 workshop-down: setup
 	$(PY) -m helpers.cluster.workshop down $(if $(ATTENDEES),--attendees "$(ATTENDEES)")

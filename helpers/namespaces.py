@@ -10,7 +10,10 @@ between: the delete carries the UID that was checked as a precondition.
 
 In attendee mode (:mod:`helpers.workshop_mode`) the chapter works in the
 attendee's own namespace, which the facilitator made: it is emptied, never
-deleted, since an attendee may not create namespaces.
+deleted, since an attendee may not create namespaces. Emptying asks the API
+server first who the client is and whose the namespace is
+(:func:`helpers.workshop_mode.verify`): an admin's context pointed at an
+attendee's namespace is refused, and nothing is deleted.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from kubernetes.dynamic.resource import ResourceList
 
 from .errors import CourseError
 from .waiting import wait_for
-from .workshop_mode import WORKSHOP_LABEL, attendee, chapter_namespace
+from .workshop_mode import WORKSHOP_LABEL, attendee, chapter_namespace, verify
 
 COURSE_LABELS = {"course": "controllers-from-scratch"}
 """Every namespace the course makes carries these labels; only such a namespace is deleted."""
@@ -124,9 +127,9 @@ def fresh_namespace(api: kubernetes.client.ApiClient, name: str, *, timeout: flo
     ``<attendee>-name`` instead, which is emptied. Returns the name the chapter
     must use.
     """
-    if attendee() is not None:
+    if (who := attendee()) is not None:
         chosen = chapter_namespace(name)
-        empty_namespace(api, chosen, timeout=timeout)
+        empty_namespace(api, chosen, who, timeout=timeout)
         return chosen
     core = kubernetes.client.CoreV1Api(api)
     found = _read(core, name)
@@ -146,8 +149,8 @@ def delete_namespace(api: kubernetes.client.ApiClient, name: str) -> str:
     gone counts too), "was emptied" for an attendee, who keeps it, or "was
     left alone" for a namespace the course did not make.
     """
-    if attendee() is not None:
-        empty_namespace(api, name)
+    if (who := attendee()) is not None:
+        empty_namespace(api, name, who)
         return "was emptied (an attendee keeps their namespaces)"
     core = kubernetes.client.CoreV1Api(api)
     found = _read(core, name)
@@ -158,8 +161,14 @@ def delete_namespace(api: kubernetes.client.ApiClient, name: str) -> str:
     return "is being deleted"
 
 
-def empty_namespace(api: kubernetes.client.ApiClient, name: str, *, timeout: float = 120) -> None:
-    """Delete everything in namespace ``name`` that a chapter may have made, and wait until gone.
+def empty_namespace(
+    api: kubernetes.client.ApiClient, name: str, who: str, *, timeout: float = 120
+) -> None:
+    """Delete everything in attendee ``who``'s namespace ``name`` that a chapter may have made.
+
+    First the API server must confirm that ``api`` is ``who``'s ServiceAccount
+    and ``name`` is ``who``'s namespace (:func:`helpers.workshop_mode.verify`);
+    if not, a CourseError and nothing is deleted. Then it waits until all is gone.
 
     What deleting the namespace would do, with only rights inside it: one
     DELETE of each collection (every namespaced resource that allows it,
@@ -168,6 +177,7 @@ def empty_namespace(api: kubernetes.client.ApiClient, name: str, *, timeout: flo
     by a finalizer whose controller is gone (a chapter's stopped controller)
     have the finalizer removed, as a person would with kubectl.
     """
+    verify(api, who, name)
     dynamic = kubernetes.dynamic.DynamicClient(api)
     resources = [
         resource

@@ -19,3 +19,27 @@ def write_private(path: Path, text: str) -> None:
     with os.fdopen(descriptor, "w") as out:
         os.fchmod(out.fileno(), 0o600)  # a file that existed keeps its old mode through open()
         out.write(text)
+
+
+def make_private_dirs(path: Path) -> Path:
+    """Make folder ``path`` and each missing folder above it readable by their owner only (0700).
+
+    ``Path.mkdir(parents=True)`` would make the folders above ``path`` with the
+    umask's mode (0755 under the usual 022), so another user could look into
+    them; here each one made is 0700 whatever the umask. Folders that exist are
+    left as they are.
+    """
+    missing = []
+    for folder in (path, *path.parents):
+        if folder.is_dir():
+            break
+        missing.append(folder)
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            if not folder.is_dir():
+                raise
+            continue  # made meanwhile by someone else: theirs to keep as it is
+        os.chmod(folder, 0o700)  # mkdir's mode passes through the umask (0o700 & ~umask)
+    return path

@@ -5,8 +5,9 @@ The suite creates and deletes namespaces, CRDs and objects. A learner's
 session that holds a cluster test or a notebook first checks, from the
 kubeconfig's files alone, that the cluster is one the course created
 (:func:`helpers.cluster.identity.require_course_cluster`), and otherwise stops
-with one sentence before a request is sent. ``CFS_ALLOW_CLUSTER=<context>``
-names another cluster explicitly. The repository's root ``conftest.py`` calls
+with one sentence before a request is sent.
+``CFS_ALLOW_CLUSTER=<context>@<server>#sha256:<CA fingerprint>`` names another
+cluster explicitly. The repository's root ``conftest.py`` calls
 :func:`refuse_clusters_not_the_courses`, so ``pytest notebooks/...`` run on its
 own is checked too.
 """

@@ -5,8 +5,9 @@ cluster. The suite deletes CRDs and namespaces and the benchmarks create
 140,000 ConfigMaps, so both must refuse such a cluster before they send
 anything. The decoy is a TCP listener on loopback that counts every
 connection made to it: a kubeconfig points at it, and the count must stay 0.
-The last test names the decoy explicitly (``CFS_ALLOW_CLUSTER``) and sees the
-suite reach it: the count is what the guard holds at 0, not an accident.
+A test names the decoy explicitly (``CFS_ALLOW_CLUSTER``, its context, server
+and CA) and sees the suite reach it: the count is what the guard holds at 0,
+not an accident; the same context name pointed at another server is refused.
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.cluster.identity import ALLOW_ENV, Identity, identity_of, require_course_cluster
+from helpers.cluster.identity import (
+    ALLOW_ENV,
+    Identity,
+    allow_value,
+    identity_of,
+    require_course_cluster,
+)
 from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
 
@@ -117,11 +124,16 @@ PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
 CLUSTER_TESTS = "tests/test_namespaces.py"
 
 
+def decoy_allowed(decoy: Decoy) -> str:
+    """What CFS_ALLOW_CLUSTER must say to name the decoy: its context, server, and no CA."""
+    return f"{DECOY_CONTEXT}@https://127.0.0.1:{decoy.port}#no-ca"
+
+
 def assert_refused(result: subprocess.CompletedProcess[str], decoy: Decoy) -> None:
     output = result.stdout + result.stderr
     assert result.returncode == 2, output
     assert f"context '{DECOY_CONTEXT}'" in output and "is not one" in output, output
-    assert f"{ALLOW_ENV}={DECOY_CONTEXT}" in output, output
+    assert f"export '{ALLOW_ENV}={decoy_allowed(decoy)}'" in output, output
     assert decoy.connections == 0, f"the decoy received {decoy.connections} connection(s)"
 
 
@@ -155,7 +167,7 @@ def test_the_benchmarks_refuse_it(
     result = run(command, {**learner_env, "KUBECONFIG": str(kubeconfig)})
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
-    assert "is not one" in output and f"{ALLOW_ENV}={DECOY_CONTEXT}" in output, output
+    assert "is not one" in output and f"{ALLOW_ENV}={decoy_allowed(decoy)}" in output, output
     result = run(command, learner_env)
     assert result.returncode != 0 and "No kubeconfig at" in result.stderr, result.stderr
     assert decoy.connections == 0, f"the decoy received {decoy.connections} connection(s)"
@@ -176,7 +188,7 @@ def test_each_benchmark_run_alone_refuses_it(
     result = run(command, {**learner_env, "KUBECONFIG": str(kubeconfig)})
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
-    assert "is not one" in output and f"{ALLOW_ENV}={DECOY_CONTEXT}" in output, output
+    assert "is not one" in output and f"{ALLOW_ENV}={decoy_allowed(decoy)}" in output, output
     assert decoy.connections == 0, f"the decoy received {decoy.connections} connection(s)"
 
 
@@ -192,9 +204,23 @@ def test_unit_tests_alone_still_run_beside_such_a_kubeconfig(
 def test_a_cluster_named_explicitly_is_used(decoy: Decoy, learner_env: dict[str, str]) -> None:
     """With the decoy named, the same run reaches it (and fails there: it is no API server)."""
     command = [*PYTEST, CLUSTER_TESTS, "-k", "test_ensure_namespace_brings_back"]
-    result = run(command, {**learner_env, ALLOW_ENV: DECOY_CONTEXT})
+    result = run(command, {**learner_env, ALLOW_ENV: decoy_allowed(decoy)})
     assert result.returncode == 1, result.stdout + result.stderr
     assert decoy.connections >= 1
+
+
+def test_a_context_name_alone_or_another_server_is_not_the_cluster_named(
+    decoy: Decoy, learner_env: dict[str, str]
+) -> None:
+    """The old form (a context's name), and the same context name pointed at another server
+    (another kubeconfig, or the context edited since): refused, and nothing is sent."""
+    with Decoy() as elsewhere:
+        for named in (DECOY_CONTEXT, decoy_allowed(elsewhere)):
+            result = run([*PYTEST, CLUSTER_TESTS], {**learner_env, ALLOW_ENV: named})
+            assert_refused(result, decoy)
+            output = result.stdout + result.stderr
+            assert f"({ALLOW_ENV} names {named}, not this cluster)" in output, output
+        assert elsewhere.connections == 0
 
 
 def test_the_identity_is_read_from_the_files_alone(tmp_path: Path) -> None:
@@ -219,6 +245,7 @@ def test_the_identity_is_read_from_the_files_alone(tmp_path: Path) -> None:
     assert identity_of(write_decoy_kubeconfig(tmp_path / "d", 1), None)[1] == Identity(
         "https://127.0.0.1:1", None
     )
+    assert allow_value(name, first) == f"c@https://10.0.0.1:6443#sha256:{first.ca_sha256}"
 
 
 def test_a_cluster_recorded_by_the_course_is_accepted(tmp_path: Path) -> None:

@@ -5,13 +5,15 @@ so only a DNS label is accepted, before anything touches the disk or the
 cluster: ``down --name /home/me/work`` once deleted that folder. ``down``
 deletes only a folder holding the course's own state file, and never a kind
 cluster the course has no record of. Credentials are private from their first
-byte; the machine-wide lock is not world-writable.
+byte, in a course folder that is 0700 from the first `up` whatever the umask
+(kwokctl's own keys included); the machine-wide lock is not world-writable.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import socket
 import stat
 import subprocess
 import sys
@@ -24,8 +26,9 @@ from helpers import rbac
 from helpers.cluster import workshop
 from helpers.cluster.__main__ import main as cluster_main
 from helpers.cluster.local import port_picking_lock
+from helpers.cluster.paths import PRIVATE_FILES, CourseHome
 from helpers.errors import CourseError
-from helpers.private_files import write_private
+from helpers.private_files import make_private_dirs, write_private
 from tests.test_course_cluster_only import Decoy, write_decoy_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,3 +191,87 @@ def test_a_link_in_the_locks_place_is_not_followed(tmp_path: Path) -> None:
     with pytest.raises(CourseError, match="is a symbolic link"), port_picking_lock(link):
         pass
     assert target.read_text() == "someone's file\n"
+
+
+def test_private_folders_are_0700_whatever_the_umask(tmp_path: Path) -> None:
+    """mkdir(parents=True) makes the folders above with the umask's 0755: these are 0700."""
+    previous = os.umask(0o022)
+    try:
+        deep = make_private_dirs(tmp_path / "a" / "b" / "c")
+        home = CourseHome(tmp_path / "x" / "home")
+        home.make_root()
+        out = workshop.prepare_out_folder(tmp_path / "y" / "workshop")
+    finally:
+        os.umask(previous)
+    for folder in (tmp_path / "a", tmp_path / "a" / "b", deep, tmp_path / "x", home.root,
+                   tmp_path / "y", out):  # fmt: skip
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
+def test_up_tightens_what_an_older_version_left_readable(tmp_path: Path) -> None:
+    """As measured on a home made before: the home 0755, kwokctl's keys 0644; links untouched."""
+    home = CourseHome(tmp_path / "home")
+    pki = home.kwok_workdir / "clusters" / "x" / "pki"
+    pki.mkdir(parents=True)
+    home.root.chmod(0o755)
+    keys = [pki / "ca.key", pki / "admin.key", home.kwok_workdir / "clusters" / "x" /
+            "kubeconfig.yaml", home.cluster_dir("x") / "kubeconfig"]  # fmt: skip
+    home.cluster_dir("x").mkdir(parents=True)
+    for key in keys:
+        key.write_text("secret\n")
+        key.chmod(0o644)
+    (pki / "ca.crt").write_text("public\n")
+    (pki / "ca.crt").chmod(0o644)
+    elsewhere = tmp_path / "someone-elses.key"
+    elsewhere.write_text("theirs\n")
+    elsewhere.chmod(0o644)
+    (pki / "link.key").symlink_to(elsewhere)
+    changed = home.tighten()
+    assert set(changed) == {home.root, *keys}
+    assert stat.S_IMODE(home.root.stat().st_mode) == 0o700
+    for key in keys:
+        assert stat.S_IMODE(key.stat().st_mode) == 0o600, key
+    assert stat.S_IMODE((pki / "ca.crt").stat().st_mode) == 0o644  # a certificate is public
+    assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o644  # the link was not followed
+    assert home.tighten() == []
+
+
+@pytest.mark.cluster
+def test_the_first_up_makes_the_home_0700_and_every_key_and_kubeconfig_0600(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real first `up` under umask 022: a cluster of its own (another --name and --port) in
+    a CFS_HOME that does not exist yet, sharing the built binaries (a build takes 12 minutes),
+    stopped at the end. kwokctl alone wrote its keys 0644 and its folders 0750."""
+    shared = CourseHome.from_environment().bin_cache.resolve()
+    home = CourseHome(tmp_path / "fresh" / "home")
+    monkeypatch.setenv("CFS_HOME", str(home.root))
+    monkeypatch.setattr(CourseHome, "bin_cache", property(lambda self: shared))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    name = "cfs-private"
+    previous = os.umask(0o022)
+    try:
+        up = ["up", "--backend", "local", "--name", name, "--port", str(port)]
+        assert cluster_main(up) == 0, capsys.readouterr()
+        os.umask(previous)
+        assert stat.S_IMODE(home.root.stat().st_mode) == 0o700
+        assert stat.S_IMODE(home.root.parent.stat().st_mode) == 0o700  # made on the way
+        private, folders = [], []
+        for folder, _, files in os.walk(home.root):
+            folders.append(Path(folder))
+            private += [Path(folder) / f for f in files
+                        if any((Path(folder) / f).match(p) for p in PRIVATE_FILES)]  # fmt: skip
+        names = {path.name for path in private}
+        assert {"ca.key", "admin.key", "kubeconfig", "kubeconfig.yaml"} <= names, names
+        wide = [p for p in private if stat.S_IMODE(p.stat().st_mode) != 0o600]
+        assert not wide, [(str(p), oct(p.stat().st_mode)) for p in wide]
+        kwok = [f for f in folders if home.kwok_workdir in (f, *f.parents)]
+        assert kwok and all(stat.S_IMODE(f.stat().st_mode) == 0o700 for f in kwok), [
+            (str(f), oct(f.stat().st_mode)) for f in kwok
+        ]
+    finally:
+        os.umask(previous)
+        assert cluster_main(["down", "--name", name]) == 0  # stop what this test started
+    assert "is gone" in capsys.readouterr().out

@@ -58,11 +58,22 @@ def test_an_attendee_missing_one_binding_and_a_wrong_server_are_problems(
     was_extended = set(STATUS_FIELDS) <= set(status.properties or {})
     name = f"tp-{uuid.uuid4().hex[:4]}"
     (config,) = workshop.up(
-        api, workshop.attendees_for([name]), tmp_path / "handouts", token_hours=1
-    )
+        api, workshop.attendees_for([name]), tmp_path / "handouts", token_hours=1,
+        allow_loopback=True,  # the course's cluster, on this machine alone
+    )  # fmt: skip
     try:
         assert preflight.main(["--kubeconfig", str(config)]) == 0, capsys.readouterr().out
         assert f"(attendee {name} mode)" in capsys.readouterr().out
+        # The admin's context pointed at the attendee's namespace claims attendee mode: refused.
+        helping = yaml.safe_load(kube.default_kubeconfig().read_text())
+        for context in helping["contexts"]:
+            context["context"]["namespace"] = f"{name}-ch04-workqueue"
+        (tmp_path / "helping").write_text(yaml.safe_dump(helping))
+        assert preflight.main(["--kubeconfig", str(tmp_path / "helping")]) == 1
+        out = capsys.readouterr().out
+        row = next(line for line in out.splitlines() if line.startswith("attendee"))
+        assert "PROBLEM" in row and f"not {name}'s ServiceAccount" in row, out
+        assert "attendee mode" not in out.splitlines()[-1]
         kubernetes.client.RbacAuthorizationV1Api(api).delete_namespaced_role_binding(
             workshop.ROLE, f"{name}-ch08b-shipping"
         )

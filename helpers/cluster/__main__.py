@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _up(home: CourseHome, args: argparse.Namespace) -> int:
+    home.make_root()  # 0700 before anything is written in it (kind's logs, kwokctl's keys)
     backend = args.backend
     if backend == "auto":
         backend = recorded_backend(home, args.name) or choose_backend()
@@ -45,6 +46,7 @@ def _up(home: CourseHome, args: argparse.Namespace) -> int:
         backend, home, args.name, port=args.port, kubeconfig=args.kubeconfig, context=args.context
     )
     cluster.up()
+    home.tighten()  # any backend: the kubeconfig it wrote, keys an older version left 0644
     print(f"==> ready. Notebooks use {cluster.kubeconfig}; in a shell:")
     print(f"    export KUBECONFIG={cluster.kubeconfig}")
     return 0

@@ -206,6 +206,7 @@ def ensure_built(home: CourseHome, component: GoComponent) -> dict[str, Path]:
 @contextmanager
 def build_lock(home: CourseHome) -> Iterator[None]:
     """Hold the cache's build lock (waiting, and saying so, while another build has it)."""
+    home.make_root()  # the course's folder first, 0700, before anything is written in it
     home.bin_cache.mkdir(parents=True, exist_ok=True)
     with (home.bin_cache / LOCK_FILE).open("a") as lock:
         try:

@@ -8,7 +8,9 @@ two things that identify it: the API server's URL and the fingerprint of its
 CA certificate. :func:`require_course_cluster` compares the kubeconfig about
 to be used with those records, from the files alone, and refuses with one
 sentence before a single request is sent, unless the user names that cluster
-explicitly (:data:`ALLOW_ENV`).
+explicitly (:data:`ALLOW_ENV`): by its context and the same identity
+(:func:`allow_value`), so that a context of the same name pointed elsewhere
+later, or in another kubeconfig, is not taken for it.
 
 A cluster the course merely uses (``up --backend existing``) is recorded too,
 without the identity: the course did not create it, so it is never taken for
@@ -31,7 +33,7 @@ from ..private_files import write_private
 from .paths import STATE_FILE, CourseHome
 
 ALLOW_ENV = "CFS_ALLOW_CLUSTER"
-"""Set to a context's name to let the tests and benchmarks run on that cluster anyway."""
+"""Set to :func:`allow_value` of a cluster to let the tests and benchmarks run on it anyway."""
 CREATED_BY_THE_COURSE = ("local", "kind")
 
 
@@ -70,6 +72,13 @@ def _ca_fingerprint(cluster: dict[str, object]) -> str | None:
     except ValueError:
         return None
     return hashlib.sha256(der).hexdigest()
+
+
+def allow_value(name: str, identity: Identity) -> str:
+    """What :data:`ALLOW_ENV` must hold to name context ``name`` at ``identity``:
+    ``<context>@<server>#sha256:<CA fingerprint>`` (``#no-ca`` for a cluster without one)."""
+    ca = f"sha256:{identity.ca_sha256}" if identity.ca_sha256 else "no-ca"
+    return f"{name}@{identity.server}#{ca}"
 
 
 def record_state(home: CourseHome, name: str, backend: str, context: str) -> None:
@@ -119,11 +128,14 @@ def require_course_cluster(
     name, identity = identity_of(kubeconfig, context)
     if identity in created_clusters(home).values():
         return name
-    if os.environ.get(ALLOW_ENV) == name:
+    allowed = allow_value(name, identity)
+    named = os.environ.get(ALLOW_ENV, "")
+    if named == allowed:
         return name
+    other = f" ({ALLOW_ENV} names {named}, not this cluster)" if named else ""
     raise CourseError(
         f"{doing} create and delete namespaces, CRDs and objects, so they run only on a cluster "
-        f"the course created, and context '{name}' ({identity.server}) is not one.",
+        f"the course created, and context '{name}' ({identity.server}) is not one{other}.",
         f"run `make test` (it starts the course's own cluster); or, if this cluster is yours to "
-        f"break, name it: `export {ALLOW_ENV}={name}`.",
+        f"break, name it, context, server and CA: `export '{ALLOW_ENV}={allowed}'`.",
     )

@@ -8,6 +8,9 @@ as on a real cluster, without containers.
 
 Everything binds to 127.0.0.1, and kwokctl's state lives under the course's
 home folder (``KWOK_WORKDIR``), never in ``~/.kwok`` or ``~/.kube/config``.
+kwokctl writes the cluster's CA and admin keys with mode 0644 and its folders
+0750, under the umask it inherits; so it and the components run with umask
+077 (:data:`PRIVATE_UMASK`): what they write is their owner's alone.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ API_SERVER_ARGS = (("watch-cache-sizes", "podtemplates#0"),)
 # either; kind-config.yaml passes the same flags.
 CONTROLLER_MANAGER_ARGS = (("kube-api-qps", "100"), ("kube-api-burst", "100"))
 NODES_READY_TIMEOUT_SECONDS = 120
+PRIVATE_UMASK = 0o077
+"""kwokctl and the components it starts write keys, kubeconfigs and etcd's data: 0600/0700."""
 
 CREATE_LOCK = Path(tempfile.gettempdir()) / "controllers-from-scratch-create.lock"
 """One lock per machine, held while kwokctl picks ports and starts a cluster (see below)."""
@@ -166,10 +171,12 @@ class LocalCluster:
         them started again first: replacing it would lose what the learner
         created in it, so that happens only when reviving did not help.
         """
+        self.home.make_root()  # 0700 before anything is written in it
         if self.kwok_dir.exists() or self.kubeconfig.exists():
             problem = self._health_after_revival()
             if problem is None:
                 print(f"==> cluster '{self.name}' is already running; nothing to start.")
+                self._tighten()
                 self._write_state()
                 self.record_identities()
                 self._finish_setup()
@@ -196,6 +203,7 @@ class LocalCluster:
             finally:
                 self.record_identities()  # also what a failed create left running
         self.kubeconfig.chmod(0o600)  # it holds the cluster's admin credentials
+        self._tighten()
         self._write_state()  # now with the identity the tests check (see identity.py)
         self._finish_setup()
 
@@ -382,6 +390,7 @@ class LocalCluster:
                 cwd=definition.get("workDir", str(self.kwok_dir)),
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # like kwokctl: not tied to our terminal or process
+                umask=PRIVATE_UMASK,
             )  # fmt: skip
         (self.kwok_dir / "pids" / f"{component}.pid").write_text(str(process.pid))
         self.record_identities()
@@ -426,6 +435,16 @@ class LocalCluster:
 
     def _write_state(self) -> None:
         record_state(self.home, self.name, "local", self.context)
+
+    def _tighten(self) -> None:
+        """Make the home 0700 and the keys and kubeconfigs 0600, saying so if any were wider
+        (kwokctl run by an older version wrote them 0644)."""
+        changed = self.home.tighten()
+        if changed:
+            print(
+                f"==> made {len(changed)} file(s) or folder(s) under {self.home.root} private "
+                "(0600 or 0700): they held keys or credentials readable by other users."
+            )
 
     def _finish_setup(self) -> None:
         api = kube.connect(self.kubeconfig, self.context)
@@ -483,7 +502,7 @@ class LocalCluster:
             out.write(f"\n$ kwokctl {' '.join(args)}\n")
             out.flush()
             result = subprocess.run(
-                [str(binaries["kwokctl"]), *args], env=environment,
+                [str(binaries["kwokctl"]), *args], env=environment, umask=PRIVATE_UMASK,
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, check=False,
             )  # fmt: skip
         if result.returncode != 0:

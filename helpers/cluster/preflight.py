@@ -73,7 +73,6 @@ NAMESPACED_NEEDS: list[Need] = [
     *_needs("get list watch create delete", "podtemplates", "", "01-03"),
     *_needs("get list watch delete", "pods", "", "07"),
     Need("patch", "pods", "", "status", chapters="07"),
-    Need("create", "pods", "", "binding", chapters="07"),
     *_needs("list watch create patch", "events", "", "05-09"),
     *_needs("get list watch create update patch delete", "deployments", "apps", "03, 05-09"),
     *_needs("get list watch", "replicasets", "apps", "07"),
@@ -95,6 +94,8 @@ CLUSTER_READS: list[Need] = [
 # Only outside attendee mode: the chapters make and remove namespaces, change the CRD, and
 # install chapter 08b's ClusterRole; a workshop's facilitator does these for attendees.
 CLUSTER_WRITES: list[Need] = [
+    # Binding a Pod chooses its node; chapter 07's exercise 3 says it cannot check an attendee.
+    Need("create", "pods", "", "binding", chapters="07"),
     Need("create", "namespaces", chapters="all"),
     Need("delete", "namespaces", chapters="all"),
     Need("update", "customresourcedefinitions", "apiextensions.k8s.io", chapters="06"),
@@ -203,7 +204,11 @@ def cluster_rows(kubeconfig: str | None, context: str | None) -> list[Row]:
         )
     )
     rows.append(_nodes_row(api))
-    who = workshop_mode.attendee(kubeconfig)
+    try:
+        who = workshop_mode.attendee(kubeconfig)
+    except CourseError as exc:  # an attendee's namespace, but not the attendee's credentials
+        rows.append(Row("attendee", False, exc.problem, exc.next_step))
+        who = None
     rows.append(_foo_row(api, who))
     rows += _permission_rows(api, who)
     rows.append(_etcd_row(kubeconfig, context))
@@ -400,11 +405,11 @@ def main(argv: list[str] | None = None, clock: Callable[[], float] = time.monoto
     rows = run(args.kubeconfig or None, args.context)
     print(table(rows))
     problems = sum(not row.ok for row in rows)
-    mode = (
-        f"attendee {workshop_mode.attendee(args.kubeconfig)}"
-        if workshop_mode.attendee(args.kubeconfig)
-        else ""
-    )
+    try:
+        who = workshop_mode.attendee(args.kubeconfig)
+    except CourseError:
+        who = None  # the table says why, in its own row
+    mode = f"attendee {who}" if who else ""
     print(
         f"\n{len(rows) - problems} ok, {problems} problem(s) in {clock() - started:.1f} s"
         + (f" ({mode} mode)" if mode else "")

@@ -1,37 +1,48 @@
 """A shared cluster for a workshop: attendees with namespaces of their own and nothing more.
 
 ``python -m helpers.cluster.workshop up --attendees alice,bob`` (or ``--count 12``)
-prepares one cluster (the course's own, or any cluster the kubeconfig names)
-for several people at once:
+prepares one cluster (any cluster the kubeconfig names, where the facilitator
+is cluster-admin) for several people at once:
 
-* once: the Foo CRD with the status fields chapter 06 adds (attendees may not
-  change a CRD, which is cluster-wide), a ClusterRole that lets attendees read
-  what the chapters read at the cluster scope (Nodes, CRDs, the default
-  ClusterRoles), a Role in ``kube-system`` to read the controller manager's
-  Lease (chapter 08), and the namespace ``cfs-workshop`` for the attendees'
-  ServiceAccounts (out of their reach);
-* per attendee: one namespace per chapter (``alice-ch04-workqueue``, ...), a
-  ServiceAccount, a Role and RoleBinding in each of those namespaces allowing
-  everything there and nothing elsewhere, and a kubeconfig file with a token
-  for that ServiceAccount whose context namespace is their chapter 00
-  namespace; that is how :func:`helpers.workshop_mode.attendee` recognises attendee
-  mode (``CFS_ATTENDEE=alice`` does the same).
+* once (:func:`prepare_cluster`): the Foo CRD with the status fields chapter 06
+  adds (attendees may not change a CRD, which is cluster-wide), a ClusterRole
+  that lets attendees read what the chapters read at the cluster scope (Nodes,
+  CRDs, the default ClusterRoles), a Role in ``kube-system`` to read the
+  controller manager's Lease (chapter 08), the namespace ``cfs-workshop`` for the
+  attendees' ServiceAccounts (out of their reach), and a ValidatingAdmissionPolicy
+  that keeps attendees' Pods from choosing their node (:data:`POD_RULES`);
+* per attendee (:func:`add_attendee`, one call, the unit a JupyterHub spawner can
+  use): one namespace per chapter (``alice-ch04-workqueue``, ...) labelled for Pod
+  Security ``baseline`` (:data:`POD_SECURITY_LEVEL`), a ServiceAccount, in each
+  namespace a Role and RoleBinding allowing what the chapters do there
+  (:data:`NAMESPACE_RULES`) and nothing elsewhere, a ResourceQuota
+  (:data:`QUOTA`), a LimitRange (:data:`LIMITS`) and a NetworkPolicy that lets
+  nothing in and only DNS and the API server out; and a kubeconfig with a token
+  for that ServiceAccount whose context namespace is their chapter 00 namespace.
+  :func:`helpers.workshop_mode.attendee` takes attendee mode from that claim, once
+  the API server has confirmed it.
 
-``python -m helpers.cluster.workshop down`` removes all of it (``--attendees`` some).
-Everything made carries the label :data:`helpers.workshop_mode.WORKSHOP_LABEL`, so a
-tear-down finds it again and an attendee's emptying of a namespace keeps it.
+``up`` refuses to write a loopback address (``https://127.0.0.1:PORT``) into the
+attendees' files unless told ``--allow-loopback``: only people on this machine
+could use them, and on the course's local control plane everyone on it can reach
+etcd without credentials. ``python -m helpers.cluster.workshop down`` removes all
+of it (``--attendees`` some; :func:`remove_attendee` one). Everything made
+carries the label :data:`helpers.workshop_mode.WORKSHOP_LABEL`, so a tear-down
+finds it again and an attendee's emptying of a namespace keeps it.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import ipaddress
 import json
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import kubernetes
 import yaml
@@ -39,17 +50,23 @@ from kubernetes.client.exceptions import ApiException
 
 from ..errors import CourseError
 from ..kube import connect
-from ..private_files import write_private
-from ..workshop_mode import WORKSHOP_LABEL
+from ..private_files import make_private_dirs, write_private
+from ..workshop_mode import (
+    ATTENDEE_LABEL,
+    FACILITATOR_NAMESPACE,
+    WORKSHOP_LABEL,
+    service_account,
+)
 from .bootstrap import install_foo_crd
 from .paths import CourseHome
 
 ROOT = Path(__file__).resolve().parents[2]
-FACILITATOR_NAMESPACE = "cfs-workshop"
-ATTENDEE_LABEL = "controllers-from-scratch/attendee"
 CLUSTER_ROLE = "cfs-workshop-attendee"
 LEASE_ROLE = "cfs-workshop-read-controller-lease"
+POD_POLICY = "cfs-workshop-attendee-pods"
 ROLE = "cfs-attendee"
+QUOTA_NAME = "cfs-attendee"
+NETWORK_POLICY = "cfs-attendee-isolated"
 DEFAULT_TOKEN_HOURS = 48
 # Read-only, cluster-wide: what chapters 00, 05, 06 and 07 read (no Secrets, no other namespaces).
 CLUSTER_RULES = [
@@ -65,23 +82,83 @@ CLUSTER_RULES = [
         "verbs": ["get", "list"],
     },
 ]
-# Inside the attendee's own namespaces: every verb on what the chapters make there. Named, not
-# "*": RBAC checks a namespace's own DELETE against rules in that namespace, so "*" on "*" would
-# let attendees delete their namespaces, which they could not create again. For the same reason
-# Roles get the ordinary verbs only: "escalate" and "bind" would let an attendee write a Role
-# granting what they do not hold (say, DELETE on their namespace) and bind it to themselves;
-# without them the API server lets a Role grant only what its author already may do.
+# Inside the attendee's own namespaces: what the chapters make there (helpers.cluster.preflight
+# lists each use), named, never "*". RBAC checks a namespace's own DELETE against rules in that
+# namespace, so "*" on "*" would let attendees delete their namespaces, which they could not
+# create again; the one rule on "namespaces" is `get`, so that helpers.workshop_mode can read
+# the attendee label of the namespace it is about to empty. Roles get the ordinary verbs only:
+# "escalate" and "bind" would let an attendee write a Role granting what they do not hold and
+# bind it to themselves. Left out on purpose, as no chapter uses them: pods/binding (a Pod on a
+# node of the attendee's choice, the control plane's included: chapter 07's exercise 3 then
+# says it cannot check an attendee's answer), Services (externalIPs capture other people's
+# traffic, NodePorts open a port on every node), Endpoints and EndpointSlices (a Service
+# pointed at any address), and every other kind of workload (DaemonSets reach every node).
 ROLE_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
 NAMESPACE_RULES = [
-    {"apiGroups": [""], "verbs": ["*"], "resources": [
+    {"apiGroups": [""], "verbs": ROLE_VERBS, "resources": [
         "configmaps", "podtemplates", "pods", "pods/log", "pods/status", "pods/eviction",
-        "pods/binding", "events", "serviceaccounts", "serviceaccounts/token", "secrets",
-        "services", "endpoints"]},
-    {"apiGroups": ["apps", "samplecontroller.k8s.io", "coordination.k8s.io", "events.k8s.io",
-                   "discovery.k8s.io"], "resources": ["*"], "verbs": ["*"]},
+        "events", "serviceaccounts", "serviceaccounts/token", "secrets"]},
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]},
+    {"apiGroups": ["apps"], "verbs": ROLE_VERBS, "resources": [
+        "deployments", "deployments/scale", "deployments/status",
+        "replicasets", "replicasets/scale", "replicasets/status"]},
+    {"apiGroups": ["samplecontroller.k8s.io", "coordination.k8s.io", "events.k8s.io"],
+     "resources": ["*"], "verbs": ROLE_VERBS},
     {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
      "verbs": ROLE_VERBS},
 ]  # fmt: skip
+POD_SECURITY_LEVEL = "baseline"
+"""The Pod Security Standard enforced in every attendee namespace.
+
+``baseline`` refuses what reaches the node: privileged containers, hostPath
+volumes, the host's network, PID and IPC namespaces, host ports, added
+capabilities beyond the runtime's defaults, and more. ``restricted`` would also
+demand ``runAsNonRoot``, which the chapters' nginx and busybox images do not
+satisfy: on a cluster with a real kubelet their Pods would never start."""
+# Pods in attendee namespaces may not pick their node: not by name (spec.nodeName bypasses the
+# scheduler and its taints), not by tolerating the control plane's taint, not by tolerating
+# every taint (a toleration without a key). Checked by the API server itself (CEL), for every
+# Pod created there, also by a ReplicaSet from an attendee's Deployment.
+POD_RULES = [
+    {"expression": "!has(object.spec.nodeName) || object.spec.nodeName == ''",
+     "message": "a workshop attendee's Pod may not name its node (spec.nodeName): the scheduler "
+                "places it"},
+    {"expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, "
+                   "has(t.key) && t.key != '' && !t.key.startsWith('node-role.kubernetes.io/'))",
+     "message": "a workshop attendee's Pod may not tolerate the control plane's taint "
+                "(node-role.kubernetes.io/...) or every taint (a toleration without a key)"},
+]  # fmt: skip
+QUOTA = {
+    "pods": "80",
+    "requests.cpu": "1",
+    "requests.memory": "2Gi",
+    "limits.cpu": "8",
+    "limits.memory": "6Gi",
+    "count/deployments.apps": "30",
+    "count/replicasets.apps": "60",
+    "count/foos.samplecontroller.k8s.io": "60",
+    "configmaps": "300",
+    "count/podtemplates": "20",
+    "count/leases.coordination.k8s.io": "20",
+    "count/serviceaccounts": "20",
+    "secrets": "20",
+    "services": "0",
+    "persistentvolumeclaims": "0",
+}
+"""Each attendee namespace's ResourceQuota: about twice the most any chapter made at once,
+measured as an attendee on 2026-12-06 (peaks of the quota's own ``status.used``: 36 Pods,
+12 Deployments and 12 ReplicaSets in 08a, 22 Foos in 06a, 121 ConfigMaps in 04, 4 Leases,
+3 PodTemplates, 3 ServiceAccounts, no Secret or Service; docs/facilitator.md has the table).
+Pod requests and limits are counted, so every Pod needs them: :data:`LIMITS` gives each
+container defaults (36 Pods with them: 0.36 CPU and 576 Mi requested)."""
+LIMITS = {
+    "defaultRequest": {"cpu": "10m", "memory": "16Mi"},
+    "default": {"cpu": "100m", "memory": "64Mi"},
+    "max": {"cpu": "500m", "memory": "512Mi"},
+}
+"""Each attendee namespace's LimitRange, per container: defaults for a container that states
+nothing (the chapters' never do; an idle nginx needs a few Mi), and the most one may ask for
+(chapter 08b's controller asks for 50m and 96Mi, limited to 256Mi)."""
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -117,7 +194,7 @@ class Attendee:
 
     @property
     def service_account(self) -> str:
-        return f"attendee-{self.name}"
+        return service_account(self.name)
 
     @property
     def subject(self) -> dict[str, str]:
@@ -175,8 +252,10 @@ def _ref(kind: str, name: str) -> dict[str, str]:
 
 
 def shared_documents() -> list[dict[str, Any]]:
-    """What every attendee shares: their ServiceAccounts' namespace and the read-only roles."""
+    """What every attendee shares: their ServiceAccounts' namespace, the read-only roles, and
+    the admission policy on their Pods."""
     labels = _labels()
+    admission = "admissionregistration.k8s.io/v1"
     return [
         {"apiVersion": "v1", "kind": "Namespace",
          "metadata": {"name": FACILITATOR_NAMESPACE, "labels": labels}},
@@ -184,10 +263,83 @@ def shared_documents() -> list[dict[str, Any]]:
         _rbac("Role", LEASE_ROLE, "kube-system", labels, rules=[{
             "apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
             "resourceNames": ["kube-controller-manager"], "verbs": ["get"]}]),
+        {"apiVersion": admission, "kind": "ValidatingAdmissionPolicy",
+         "metadata": {"name": POD_POLICY, "labels": labels},
+         "spec": {"failurePolicy": "Fail", "validations": POD_RULES,
+                  "matchConstraints": {"resourceRules": [{
+                      "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                      "resources": ["pods"]}]}}},
+        {"apiVersion": admission, "kind": "ValidatingAdmissionPolicyBinding",
+         "metadata": {"name": POD_POLICY, "labels": labels},
+         "spec": {"policyName": POD_POLICY, "validationActions": ["Deny"],
+                  "matchResources": {"namespaceSelector": {"matchExpressions": [
+                      {"key": ATTENDEE_LABEL, "operator": "Exists"}]}}}},
     ]  # fmt: skip
 
 
-def attendee_documents(attendee: Attendee) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What an attendee's namespaces are fitted to: read from the cluster by :func:`facts_of`."""
+
+    version: str
+    """``v1.36``: the Pod Security version enforced, the cluster's own (pinned: a later
+    Kubernetes may tighten a level, and a running workshop should not change under people)."""
+    api_server: tuple[tuple[str, int], ...]
+    """The API server's addresses and ports as Pods reach them (the ``kubernetes`` Service's
+    EndpointSlices)."""
+
+
+def facts_of(api: kubernetes.client.ApiClient) -> ClusterFacts:
+    version = kubernetes.client.VersionApi(api).get_code()
+    minor = re.match(r"\d+", version.minor)
+    slices = kubernetes.client.DiscoveryV1Api(api).list_namespaced_endpoint_slice(
+        "default", label_selector="kubernetes.io/service-name=kubernetes"
+    )
+    addresses = tuple(
+        sorted(
+            (address, port.port)
+            for endpoints in slices.items
+            for endpoint in endpoints.endpoints or []
+            for address in endpoint.addresses
+            for port in endpoints.ports or []
+        )
+    )
+    return ClusterFacts(f"v{version.major}.{minor[0] if minor else version.minor}", addresses)
+
+
+def namespace_documents(
+    namespace: str, labels: dict[str, str], facts: ClusterFacts
+) -> list[dict[str, Any]]:
+    """One attendee namespace: labelled for Pod Security, with its quota, limits and isolation."""
+    pod_security = {
+        f"pod-security.kubernetes.io/{mode}{suffix}": value
+        for mode in ("enforce", "warn", "audit")
+        for suffix, value in (("", POD_SECURITY_LEVEL), ("-version", facts.version))
+    }
+    dns = {"to": [{"namespaceSelector": {"matchLabels": {
+               "kubernetes.io/metadata.name": "kube-system"}}}],
+           "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}  # fmt: skip
+    egress = [dns] + [
+        {"to": [{"ipBlock": {"cidr": f"{ip}/{128 if ':' in ip else 32}"}}],
+         "ports": [{"protocol": "TCP", "port": port}]}
+        for ip, port in facts.api_server
+    ]  # fmt: skip
+    metadata = {"namespace": namespace, "labels": labels}
+    return [
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": namespace, "labels": {**labels, **pod_security}}},
+        {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": QUOTA_NAME, **metadata},
+         "spec": {"hard": QUOTA}},
+        {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": QUOTA_NAME, **metadata},
+         "spec": {"limits": [{"type": "Container", **LIMITS}]}},
+        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+         "metadata": {"name": NETWORK_POLICY, **metadata},
+         "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "ingress": [],
+                  "egress": egress}},
+    ]  # fmt: skip
+
+
+def attendee_documents(attendee: Attendee, facts: ClusterFacts) -> list[dict[str, Any]]:
     """One attendee's ServiceAccount, namespaces, and the roles binding them to both."""
     labels = _labels(attendee.name)
     subject = [attendee.subject]
@@ -203,8 +355,7 @@ def attendee_documents(attendee: Attendee) -> list[dict[str, Any]]:
     ]  # fmt: skip
     for namespace in attendee.namespaces:
         documents += [
-            {"apiVersion": "v1", "kind": "Namespace",
-             "metadata": {"name": namespace, "labels": labels}},
+            *namespace_documents(namespace, labels, facts),
             _rbac("Role", ROLE, namespace, labels, rules=NAMESPACE_RULES),
             _rbac("RoleBinding", ROLE, namespace, labels, subjects=subject,
                   roleRef=_ref("Role", ROLE)),
@@ -235,6 +386,78 @@ def kubeconfig_for(
     }  # fmt: skip
 
 
+def is_loopback(server: str) -> bool:
+    """Does ``server`` (a URL) name this machine: 127.0.0.0/8, ::1 or localhost?"""
+    host = (urlsplit(server).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_server(server: str, *, allow_loopback: bool = False) -> str:
+    """``server``, the address written into the attendees' files; a loopback one is refused
+    (a CourseError) unless ``allow_loopback``."""
+    if is_loopback(server) and not allow_loopback:
+        raise CourseError(
+            f"The attendees' kubeconfig files would point at {server}, a loopback address: only "
+            "people on this machine could use them, and on the course's local control plane "
+            "anyone with a shell here reaches etcd without credentials and can take the whole "
+            "cluster, past every Role.",
+            "run the workshop on a cluster the attendees reach over the network (kubeadm or "
+            "managed) and pass its address with --server; to rehearse alone on this machine, "
+            "add --allow-loopback.",
+        )
+    return server
+
+
+def prepare_cluster(api: kubernetes.client.ApiClient) -> ClusterFacts:
+    """What every attendee shares (once per cluster; idempotent); the facts their namespaces
+    are fitted to."""
+    from ..reconcile import extend_foo_status
+
+    install_foo_crd(api, timeout=60)
+    extend_foo_status(api)  # chapter 06's fields, once for all: attendees cannot change a CRD
+    for document in shared_documents():
+        _apply(api, document)
+    return facts_of(api)
+
+
+def add_attendee(
+    api: kubernetes.client.ApiClient,
+    attendee: Attendee,
+    *,
+    facts: ClusterFacts | None = None,
+    token_hours: int = DEFAULT_TOKEN_HOURS,
+    server: str | None = None,
+    allow_loopback: bool = False,
+) -> dict[str, Any]:
+    """Give ``attendee`` their ServiceAccount, namespaces, roles, quota, limits and isolation
+    (idempotent), and return their kubeconfig (a dict, with a fresh token).
+
+    :func:`prepare_cluster` must have run once (it returns ``facts``; without them they are
+    read again). ``server`` is the address written into the kubeconfig (default: the one
+    ``api`` uses), checked by :func:`check_server` before anything is made.
+    """
+    check_server(server or api.configuration.host, allow_loopback=allow_loopback)
+    for document in attendee_documents(attendee, facts or facts_of(api)):
+        _apply(api, document)
+    core = kubernetes.client.CoreV1Api(api)
+    request = {"spec": {"expirationSeconds": token_hours * 3600}}
+    token = core.create_namespaced_service_account_token(
+        attendee.service_account, FACILITATOR_NAMESPACE, request
+    ).status.token
+    return kubeconfig_for(api, attendee, token, server)
+
+
+def remove_attendee(api: kubernetes.client.ApiClient, name: str) -> list[str]:
+    """Take attendee ``name``'s namespaces, bindings and ServiceAccount away (their token stops
+    working at once); returns what went. The shared objects stay."""
+    return down(api, [name])
+
+
 def up(
     api: kubernetes.client.ApiClient,
     attendees: list[Attendee],
@@ -242,31 +465,25 @@ def up(
     *,
     token_hours: int = DEFAULT_TOKEN_HOURS,
     server: str | None = None,
+    allow_loopback: bool = False,
 ) -> list[Path]:
     """Prepare the cluster for ``attendees``; returns their kubeconfig files (written to ``out``).
 
     Idempotent: running it again with more names adds those attendees and
-    gives everyone fresh tokens.
+    gives everyone fresh tokens. A loopback ``server`` (or, without one, a
+    loopback address of ``api``'s) is refused unless ``allow_loopback``
+    (:func:`check_server`); so is an ``out`` the course did not make; both
+    before the cluster is touched.
     """
-    from ..reconcile import extend_foo_status
-
-    out = prepare_out_folder(out)  # before the cluster is touched: a refusal changes nothing
-    install_foo_crd(api, timeout=60)
-    extend_foo_status(api)  # chapter 06's fields, once for all: attendees cannot change a CRD
-    for document in shared_documents():
-        _apply(api, document)
-    core = kubernetes.client.CoreV1Api(api)
+    check_server(server or api.configuration.host, allow_loopback=allow_loopback)
+    out = prepare_out_folder(out)
+    facts = prepare_cluster(api)
     written = []
     for attendee in attendees:
-        for document in attendee_documents(attendee):
-            _apply(api, document)
-        token = core.create_namespaced_service_account_token(
-            attendee.service_account,
-            FACILITATOR_NAMESPACE,
-            {"spec": {"expirationSeconds": token_hours * 3600}},
-        ).status.token
+        kubeconfig = add_attendee(api, attendee, facts=facts, token_hours=token_hours,
+                                  server=server, allow_loopback=allow_loopback)  # fmt: skip
         path = out / f"{attendee.name}.kubeconfig"
-        write_private(path, yaml.safe_dump(kubeconfig_for(api, attendee, token, server)))
+        write_private(path, yaml.safe_dump(kubeconfig))
         written.append(path)
     return written
 
@@ -287,7 +504,7 @@ def prepare_out_folder(out: Path) -> Path:
             "pass --out with a folder that does not exist yet (the course makes it), or leave "
             "--out out.",
         )
-    out.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_private_dirs(out)  # every folder it makes on the way is 0700, the course home too
     marker.touch()
     return out
 
@@ -302,6 +519,7 @@ def down(api: kubernetes.client.ApiClient, names: list[str] | None = None) -> li
     selector = f"{ATTENDEE_LABEL} in ({','.join(names)})" if names else f"{WORKSHOP_LABEL}"
     core = kubernetes.client.CoreV1Api(api)
     rbac = kubernetes.client.RbacAuthorizationV1Api(api)
+    admission = kubernetes.client.AdmissionregistrationV1Api(api)
     removed: list[str] = []
 
     def gone(kind: str, delete: Any, *args: str) -> None:
@@ -324,10 +542,13 @@ def down(api: kubernetes.client.ApiClient, names: list[str] | None = None) -> li
     if names:
         for name in names:
             gone("ServiceAccount", core.delete_namespaced_service_account,
-                 f"attendee-{name}", FACILITATOR_NAMESPACE)  # fmt: skip
+                 service_account(name), FACILITATOR_NAMESPACE)  # fmt: skip
         return removed
     gone("ClusterRole", rbac.delete_cluster_role, CLUSTER_ROLE)
     gone("Role", rbac.delete_namespaced_role, LEASE_ROLE, "kube-system")
+    gone("ValidatingAdmissionPolicyBinding",
+         admission.delete_validating_admission_policy_binding, POD_POLICY)  # fmt: skip
+    gone("ValidatingAdmissionPolicy", admission.delete_validating_admission_policy, POD_POLICY)
     from ..reconcile import restore_foo_status
 
     restore_foo_status(api)
@@ -389,6 +610,12 @@ def main(argv: list[str] | None = None) -> int:
     make.add_argument("--token-hours", type=int, default=DEFAULT_TOKEN_HOURS,
                       help=f"token lifetime (default: {DEFAULT_TOKEN_HOURS})")  # fmt: skip
     make.add_argument("--server", help="API server URL attendees use, if not the facilitator's")
+    make.add_argument(
+        "--allow-loopback", action="store_true",
+        help="write a loopback API server (127.0.0.1, ::1, localhost) into the files anyway: the "
+        "attendees then work on this machine, where anyone with a shell can reach the local "
+        "control plane's etcd and take the cluster (for a rehearsal or a test, not a room)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     try:
         names = _names(args)  # first: a bad name is refused before any request or file
@@ -397,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
             if not names:
                 raise CourseError("No attendees named.", "add --attendees a,b,c or --count N.")
             for path in up(api, attendees_for(names), args.out, token_hours=args.token_hours,
-                           server=args.server):  # fmt: skip
+                           server=args.server, allow_loopback=args.allow_loopback):  # fmt: skip
                 print(f"{path}  (for {path.stem}: export KUBECONFIG={path.resolve()})")
             print(f"{len(names)} attendee(s) ready; hand each their kubeconfig file.")
         else:
