@@ -160,22 +160,25 @@ def test_a_timeline_records_beside_the_sync_log_and_both_hear_every_sync(
         assert {write.verb for write in recorder.writes()} >= {"create Deployment"}
 
 
-def test_a_held_deployment_watch_that_comes_back_expired_delivers_a_tombstone(
+def test_held_watches_that_come_back_expired_deliver_a_tombstone(
     api: kubernetes.client.ApiClient, namespace: str
 ) -> None:
-    """The drill of chapter 09b, on any cluster: hold, delete, come back from an expired
-    version; the reflector meets the API server's 410, lists again, and hands a tombstone."""
+    """The drill of chapter 09b, on any cluster: hold both watches once the controller is quiet,
+    delete, come back from an expired version; the reflector meets the API server's 410, lists
+    again, and hands a tombstone, which alone wakes the controller."""
     apps = kubernetes.client.AppsV1Api(api)
     with ControllerUnderTest(api, namespace, run="gap") as run:
         run.create_foo("gap")
         run.wait_converged("gap")
-        run.deployment_watch.hold(cut=True)
-        assert run.deployment_watch.wait_until_held(30)
+        run.hold_watches("gap")
+        syncs = len(run.log.syncs(run.key("gap")))
         apps.delete_namespaced_deployment("gap-deployment", namespace)
         run.wait_until(lambda: run.deployment("gap-deployment") is None, "the delete")
         run.deployment_watch.release(expired=True)
         run.wait_until(lambda: ("Deployment", "tombstone", "gap-deployment") in run.delivered, "it")
         error = run.controller.deployment_informer.reflector.last_error
         assert getattr(error, "status", None) == 410
+        assert run.wait_handled() + len(run.log.syncs(run.key("gap"))) > syncs  # the tombstone
+        run.foo_watch.release()
         run.wait_converged("gap")  # FooController makes the Deployment again
         assert run.deployment("gap-deployment") is not None

@@ -210,7 +210,8 @@ HINTS = {
     "would; then ask what the sync may and may not write",
     "3": "keep a deep copy of the Foo you put in the cache, run one sync, and compare the cached "
     "Foo (outcome.controller.foos_lister) with the copy",
-    "4": "change the Deployment alone, once the Foo has converged: scale it to 1 yourself "
+    "4": "change the Deployment alone, once the Foo has converged and the controller is idle "
+    "(run.wait_idle(): no retry left to sync the Foo for another reason): scale it to 1 yourself "
     "(AppsV1Api.patch_namespaced_deployment), then wait until it is back at the Foo's replicas "
     "with that many Pods available (kube-controller-manager and kwok make them), and the Foo "
     "says so",

@@ -455,6 +455,62 @@ class ControllerUnderTest:
         queue = self.controller.workqueue
         return queue.len() + queue.in_flight() + len(queue.waiting())
 
+    def hold_watches(self, name: str, timeout: float = TIMEOUT) -> None:
+        """Hold both watches (cut), once nothing is left to wake the controller for Foo ``name``.
+
+        A drill that opens a gap must know that what the controller does next comes
+        from the gap: a sync already on its way (an event from just before the hold,
+        or a retry after a 409 against a Foo the held cache no longer has) would
+        pass for its answer. So: the Deployment watch first; a sync on what that
+        cache now holds for good (its status write comes back through the Foo watch,
+        still open); the controller's cache at the API server's version of the Foo;
+        then the Foo watch; a last sync; and no retry left waiting.
+        """
+        self._hold(self.deployment_watch, timeout)
+        self.resync(name, timeout)
+        version = self.custom.get_namespaced_custom_object(
+            FOO_GROUP, FOO_VERSION, self.namespace, FOO_PLURAL, name
+        )["metadata"]["resourceVersion"]
+        cache = self.controller.foo_informer.indexer
+        self.wait_until(
+            lambda: (
+                ((cache.get_by_key(self.key(name)) or {}).get("metadata") or {}).get(
+                    "resourceVersion"
+                )
+                == version
+            ),
+            f"the controller's cache to hold {name} v{version}",
+            timeout,
+            keys=(),
+        )
+        self._hold(self.foo_watch, timeout)
+        self.wait_handled(timeout)
+        last = self.resync(name, timeout)
+        if last.error is not None:
+            raise AssertionError(f"the last sync of {name} before the gap failed: {last.error!r}")
+        self.wait_idle(timeout)
+
+    def wait_idle(self, timeout: float = TIMEOUT) -> None:
+        """Wait until no sync is queued, running or waiting to retry.
+
+        A retry after a failure (a 409 against the controller's own last write, say)
+        comes back by itself, up to seconds later, and syncs the Foo again: a test
+        that wants to see what one change alone wakes waits for this first.
+        """
+        self.wait_handled(timeout)
+        queue = self.controller.workqueue
+        self.wait_until(
+            lambda: not queue.waiting() and not queue.len() and not self.log.running(),
+            "no sync left to come",
+            timeout,
+            keys=(),
+        )
+
+    def _hold(self, watch: ExpiringListWatch, timeout: float) -> None:
+        watch.hold(cut=True)
+        if not watch.wait_until_held(timeout):
+            raise AssertionError(f"the controller did not come back to watch within {timeout:g} s")
+
     def timeline(self) -> TimelineRecorder:
         """Chapter 06's :class:`~helpers.timeline.TimelineRecorder` on the controller, beside the
         test's own :class:`SyncLog` (both hear every sync), for a picture of what a test did.

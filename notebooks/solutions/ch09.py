@@ -72,7 +72,8 @@ def test_4(
     Only the Deployment changes here, so only its update can wake the
     controller: nothing about the Foo changes, so no Foo event can hide the bug
     (waiting for the first Pods to become available could: a sync woken by the
-    controller's own status write may happen to read them). And envtest could
+    controller's own status write may happen to read them), and wait_idle first
+    lets any retry still due come and go. And envtest could
     not answer it: there, no Pod ever becomes available. Here
     kube-controller-manager makes the Pods and kwok makes them Ready.
     """
@@ -85,6 +86,7 @@ def test_4(
             return ((obj or {}).get("status") or {}).get("availableReplicas")
 
         run.wait_until(lambda: available(run.deployment("follows-deployment")) == 2, "Pods")
+        run.wait_idle()  # no retry left to come back and sync the Foo for another reason
         scaled = apps.patch_namespaced_deployment(
             "follows-deployment", namespace, {"spec": {"replicas": 1}}
         )
