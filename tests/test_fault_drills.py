@@ -1,7 +1,9 @@
 """The failure drills restart the API server wherever the previous drill was run from.
 
-``make test`` runs drills from the pytest process (tests/) and then from a
-notebook's kernel (chapter 09). The API server the first drill started again is
+``make test`` ran drills from the pytest process (tests/) and then from a
+notebook's kernel (chapter 09's restart drill; since issue 36 chapter 09b makes
+its 410 with an expired watch instead, and no chapter restarts the API server,
+but a learner's kernel still may). The API server the first drill started again is
 a child of the pytest process; when a kernel kills it, it stays a zombie until
 pytest reaps it, which pytest does not do while it waits for the kernel. A drill
 that waited for the process number to vanish waited in vain, gave up, and left
