@@ -146,8 +146,9 @@ def draw_conditions(
     recorder: ConditionRecorder, name: str, types: Sequence[str] = ("Ready", "Progressing")
 ) -> Picture:
     """One lane per condition type of Foo ``name``, from the first change seen to now."""
-    end = recorder.now()
     start = min((changes[0].at for t in types if (changes := recorder.of(name, t))), default=0.0)
+    end = recorder.now()
+    end += (end - start) * 0.08  # the last status, for a while
     figure = Figure(figsize=(8.2, 1.5 + 0.7 * len(types)), dpi=DPI)
     axes = figure.add_subplot()
     moved = changed = 0
@@ -167,7 +168,8 @@ def draw_conditions(
                       xytext=(3, 0), textcoords="offset points")  # fmt: skip
     axes.set_yticks(range(len(types)), list(reversed(types)), fontsize=TEXT + 1)
     axes.set_ylim(-0.6, len(types) - 0.1)
-    axes.set_xlim(min(start, *(at for at, _ in recorder.marks)) - 0.05, end + 0.05)
+    first = min(start, *(at for at, _ in recorder.marks))
+    axes.set_xlim(first - (end - first) * 0.03, end)
     axes.set_xlabel("seconds since the recorder started", fontsize=TEXT)
     axes.tick_params(axis="x", labelsize=TEXT)
     handles = [Line2D([], [], color=colour, linewidth=8, alpha=0.3, label=status)

@@ -41,19 +41,19 @@ def wait_for_condition(
     timeout: float = 30.0, **list_kwargs: Any,
 ) -> dict[str, Any]:  # fmt: skip
     """Wait, by watching, until object ``name`` has condition ``type_`` at ``status``, judged
-    on its current generation; return it (the client's ``kubectl wait --for=condition=...``)."""
+    on its current generation; return it (the client's ``kubectl wait --for=condition=...``).
+    A condition without an ``observedGeneration`` of its own (a Deployment's) is judged by the
+    status's."""
 
     def holds(objects: dict[str, dict[str, Any]]) -> bool:
         found = objects.get(name)
         if found is None:
             return False
         seen = find_status_condition((found.get("status") or {}).get("conditions") or [], type_)
-        generation = found["metadata"].get("generation", 0)
-        return (
-            seen is not None
-            and seen["status"] == status
-            and (seen.get("observedGeneration", 0) >= generation)
-        )  # an answer to the current spec
+        if seen is None or seen["status"] != status:
+            return False
+        judged = seen.get("observedGeneration", found["status"].get("observedGeneration", 0))
+        return judged >= found["metadata"].get("generation", 0)  # an answer to the current spec
 
     what = f"{name} to be {type_}={status}"
     return wait_for(list_func, holds, what=what, timeout=timeout, **list_kwargs)[name]
