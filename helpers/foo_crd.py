@@ -144,10 +144,24 @@ def _change(api: kubernetes.client.ApiClient, change: Any, namespace: str) -> No
 
 def _wait_until_served(api: kubernetes.client.ApiClient, wanted: set[str], namespace: str) -> None:
     deadline = time.monotonic() + 30
-    while _served(api, namespace) != wanted:
+    while _served(api, namespace) != wanted or not _listable(api, namespace):
         if time.monotonic() > deadline:
             raise TimeoutError(f"the API server did not serve the Foo CRD with {sorted(wanted)}")
         time.sleep(0.1)  # polling a change nobody announces
+
+
+def _listable(api: kubernetes.client.ApiClient, namespace: str) -> bool:
+    """Can Foos be listed (and watched) yet? After a CRD changes, the API server builds its Foo
+    storage and watch cache anew, and answers a LIST or WATCH with 429 until the cache is
+    ready (apiserver's ``ResilientWatchCacheInitialization``)."""
+    custom = kubernetes.client.CustomObjectsApi(api)
+    try:
+        custom.list_namespaced_custom_object(FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, limit=1)
+    except ApiException as err:
+        if err.status != 429:
+            raise
+        return False
+    return True
 
 
 def _served(api: kubernetes.client.ApiClient, namespace: str) -> set[str]:

@@ -26,7 +26,7 @@ from .. import namespaces, workshop_mode
 from ..apierrors import status_of
 from ..conditions import condition, set_status_condition
 from ..controller import FOO_GROUP, FOO_KIND, FOO_PLURAL, FOO_VERSION, foo_body
-from ..foo_crd import FOO_CRD
+from ..foo_crd import FOO_CRD, _listable
 from . import CannotCheck, Verdict, correct, not_attempted, wrong
 
 # --- exercise 1: when lastTransitionTime moves ------------------------------------------------
@@ -369,7 +369,7 @@ def _wait_for_probe(api: kubernetes.client.ApiClient, namespace: str, *, served:
             if err.status != 400:
                 raise
             accepted = False
-        if accepted == served:
+        if accepted == served and _listable(api, namespace):
             return
         if time.monotonic() > deadline:
             raise TimeoutError("the API server did not take up the Foo CRD's change in 30 s")
