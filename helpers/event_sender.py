@@ -2,6 +2,7 @@
 # notebooks/08a_controller_as_a_program.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 977fabc4
 """Events from a thread of their own, so that a sync never waits for an Event write.
 
 client-go counterpart: ``record.EventBroadcaster``: ``Event()`` hands the Event to
@@ -35,6 +36,7 @@ QUEUE_SIZE = 1000
 log = logging.getLogger("helpers.event_sender")
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 6dbba08f
 class EventSender:
     """``event()`` like :class:`EventRecorder`'s, but queued and written by a thread of its own."""
 

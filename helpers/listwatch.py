@@ -2,6 +2,7 @@
 # notebooks/01_list_and_watch.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/01_list_and_watch.ipynb, cell b63a003c
 """LIST and WATCH one collection, as raw JSON.
 
 client-go counterpart: ``tools/cache/listwatch.go`` (``ListWatch``,
@@ -74,6 +75,7 @@ _PATH = re.compile(
 Transform = Callable[[Any], Any]
 
 
+# notebooks/01_list_and_watch.ipynb, cell fec0e3dc
 class ListerWatcher(Protocol):
     """What a reflector needs from its source (client-go ``ListerWatcher``)."""
 
@@ -104,6 +106,7 @@ class EventStream(Protocol):
     def close(self) -> None: ...
 
 
+# notebooks/01_list_and_watch.ipynb, cell cbcb53e2
 # --- errors -------------------------------------------------------------------
 
 
@@ -145,6 +148,7 @@ def error_from_status(status_object: dict[str, Any]) -> WatchError:
     return WatchError(status_object)
 
 
+# notebooks/01_list_and_watch.ipynb, cell 527861f6
 # --- the collection -------------------------------------------------------------
 
 
@@ -178,6 +182,7 @@ class Collection:
         return f"{what} {where}"
 
 
+# notebooks/01_list_and_watch.ipynb, cell 0cdd062d
 # --- LIST and WATCH -------------------------------------------------------------------
 
 
@@ -216,6 +221,7 @@ class ListWatch:
             extra += f", field_selector={self.field_selector!r}"
         return f"ListWatch({self.path!r}{extra})"
 
+    # notebooks/01_list_and_watch.ipynb, cell 13ee0382
     def list(
         self,
         resource_version: str | None = None,
@@ -251,6 +257,7 @@ class ListWatch:
         response.release_conn()
         return listed
 
+    # notebooks/01_list_and_watch.ipynb, cell 12a8c3e2
     def watch(
         self,
         resource_version: str,
@@ -278,6 +285,7 @@ class ListWatch:
         response = self._get(query, (self.connect_timeout, read_timeout))
         return WatchStream(response, description=f"watch of {self.collection}")
 
+    # notebooks/01_list_and_watch.ipynb, cell 65eff4f7
     def _selectors(self) -> list[tuple[str, str]]:
         query = []
         if self.label_selector:
@@ -304,6 +312,7 @@ class ListWatch:
         )
 
 
+# notebooks/01_list_and_watch.ipynb, cell e66cfce8
 class Readable(Protocol):
     """What ``decode_list`` reads a response through: urllib3's ``HTTPResponse`` has it."""
 
@@ -493,6 +502,7 @@ def _intern_keys(value: Any) -> Any:
     return value
 
 
+# notebooks/01_list_and_watch.ipynb, cell cacc4278
 class WatchStream:
     """The events of one watch response, read line by line as they arrive.
 
@@ -547,6 +557,7 @@ class WatchStream:
         """True once ``close()`` was called or the stream ended."""
         return self._close_requested or self._released
 
+    # notebooks/01_list_and_watch.ipynb, cell 74388560
     def close(self) -> None:
         """Stop the stream; a reader blocked in another thread returns promptly."""
         with self._lock:

@@ -2,6 +2,7 @@
 # notebooks/08a_controller_as_a_program.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 98aace42
 """The Foo controller as a program: flags, connection, leader election, signals, exit codes.
 
 Counterpart: sample-controller's ``main.go`` (``--kubeconfig``, ``--master``,
@@ -44,6 +45,7 @@ clean standby.
 
 from __future__ import annotations
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 0c96aa7f
 import argparse
 import logging
 import os
@@ -84,6 +86,7 @@ from helpers.leaderelection import (
 )
 from helpers.throttle import DEFAULT_BURST, DEFAULT_QPS, Throttle, throttle_per_group
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 5249d0a5
 log = logging.getLogger("helpers.program")
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -95,6 +98,7 @@ controller-manager's ``--leader-elect`` healthz adaptor)."""
 # Where the kubelet puts a Pod's token, the cluster's CA and the Pod's namespace.
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 467bda65
 # --- flags ----------------------------------------------------------------------------------
 
 
@@ -192,6 +196,7 @@ def configure_logging(verbosity: int, level: str | None) -> None:
     )
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell af31c0b1
 # --- connecting -----------------------------------------------------------------------------
 
 
@@ -227,6 +232,7 @@ def default_lease_namespace(options: argparse.Namespace, account: Path = SERVICE
     return options.namespace or "default"
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell db6e64f4
 def connect(
     options: argparse.Namespace, account: Path = SERVICE_ACCOUNT
 ) -> kubernetes.client.ApiClient:
@@ -273,6 +279,7 @@ def connect_paced(
     return api, buckets
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 4a3c8432
 # --- the process ----------------------------------------------------------------------------
 
 
@@ -295,6 +302,7 @@ def exit_now(code: int) -> None:
     os._exit(code)
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 17b35614
 class ControllerProcess:
     """One running controller: informers, workers, metrics, probes and (maybe) an elector.
 
@@ -340,6 +348,7 @@ class ControllerProcess:
         self._elector_stop = StopEvent()
         self._elector_thread: threading.Thread | None = None
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell 8e700c42
     def _elector(self) -> LeaderElector:
         options = self.options
         identity = options.leader_elect_identity or f"{socket.gethostname()}_{uuid.uuid4()}"
@@ -362,6 +371,7 @@ class ControllerProcess:
             name=lock.describe(),
         )
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell de12d9b8
     # -- running -----------------------------------------------------------------------------
 
     def serve(self) -> None:
@@ -389,6 +399,7 @@ class ControllerProcess:
             if endpoint is not None:
                 self.endpoints.append(endpoint)
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell d14be9b1
     def shut_down(self, reason: str) -> None:
         """Begin a graceful shutdown; safe to call from any thread, and more than once."""
         with self._lock:
@@ -398,6 +409,7 @@ class ControllerProcess:
         log.info("shutting down: %s", reason)
         self._wake.set()
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell f247c637
     def _start_workers(self) -> None:
         def work() -> None:
             try:
@@ -416,6 +428,7 @@ class ControllerProcess:
         self._failed = reason
         self.shut_down(reason)
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell a72d6fd3
     def _log_leadership(self, what: str, level: int = logging.INFO, why: str = "") -> None:
         """The two lines a timeline is built from (the monotonic clock is system-wide)."""
         assert self.elector is not None
@@ -429,6 +442,7 @@ class ControllerProcess:
             why,
         )
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell 0671c001
     # -- health ------------------------------------------------------------------------------
 
     def _caches_synced(self) -> str | None:
@@ -438,6 +452,7 @@ class ControllerProcess:
     def _lease_ok(self) -> str | None:
         return None if self.elector is None else self.elector.check(LEADER_HEALTH_TOLERANCE)
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell 9d0b65a3
     def run(self) -> int:
         """Run until :meth:`shut_down` (or a failure); return the exit code."""
         if not self.endpoints:
@@ -455,6 +470,7 @@ class ControllerProcess:
         self._wake.wait()
         return self._stop_everything()
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell 46b35e14
     # -- leader election callbacks (on the elector's thread) --------------------------------
 
     def _started_leading(self, leading: StopEvent) -> None:
@@ -477,6 +493,7 @@ class ControllerProcess:
             self._log_leadership("stopped", level=logging.ERROR, why=": leader election lost")
             self.on_lost_lease(EXIT_FAILED)
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell 7a412f10
     def _stop_everything(self) -> int:
         """Workers (bounded), then the Lease, the queued Events, the informers and the servers."""
         timeout = self.options.shutdown_timeout
@@ -512,10 +529,12 @@ class ControllerProcess:
         self.endpoints.clear()
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 0671c001
 def _ok() -> None:
     return None
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell b76ac7d9
 # --- main -----------------------------------------------------------------------------------
 
 
@@ -531,6 +550,7 @@ def block_shutdown_signals() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, SHUTDOWN_SIGNALS)
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 930f5a39
 def watch_signals(processes: list[ControllerProcess]) -> threading.Thread:
     """A thread that takes SIGTERM/SIGINT with ``sigwait`` (they must be blocked everywhere).
 
@@ -558,6 +578,7 @@ def watch_signals(processes: list[ControllerProcess]) -> threading.Thread:
     return thread
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell e380b441
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the Foo controller until a signal; return the exit code.
 

@@ -2,6 +2,7 @@
 # notebooks/02a_store_and_backoff.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/02a_store_and_backoff.ipynb, cell 0361cc08
 """The informer's cache: a thread-safe, indexed store of API objects.
 
 client-go counterparts, in ``tools/cache`` at v0.36.3:
@@ -85,6 +86,7 @@ class DeletedFinalStateUnknown:
     obj: Any
 
 
+# notebooks/02a_store_and_backoff.ipynb, cell cdbe85b7
 def meta_namespace_key(obj: Any) -> str:
     """The store key of an object: ``"ns/name"``, or ``"name"`` if cluster-scoped.
 
@@ -112,6 +114,7 @@ def split_meta_namespace_key(key: str) -> tuple[str, str]:
     raise ValueError(f'unexpected key format: "{key}"')
 
 
+# notebooks/02a_store_and_backoff.ipynb, cell 8d77ab58
 # --- the store ----------------------------------------------------------------
 
 
@@ -135,6 +138,7 @@ class Indexer:
         self.last_sync_resource_version = ""
         """The resourceVersion of the last ``replace`` (the list the reflector synced from)."""
 
+    # notebooks/02a_store_and_backoff.ipynb, cell be2a24e1
     # -- writes ---------------------------------------------------------------
 
     def add(self, obj: Any) -> None:
@@ -156,6 +160,7 @@ class Indexer:
             del self._items[key]
             self._apply_moves(key, moves)
 
+    # notebooks/02a_store_and_backoff.ipynb, cell 809012cc
     def replace(self, objs: Iterable[Any], resource_version: str) -> None:
         """Swap the whole content for ``objs`` and rebuild every index (client-go ``Replace``).
 
@@ -172,6 +177,7 @@ class Indexer:
             self._indices = indices
             self.last_sync_resource_version = resource_version
 
+    # notebooks/02a_store_and_backoff.ipynb, cell a196df5c
     # -- reads ----------------------------------------------------------------
 
     def get_by_key(self, key: str) -> Any | None:
@@ -189,6 +195,7 @@ class Indexer:
         with self._lock:
             return sorted(self._items)
 
+    # notebooks/02a_store_and_backoff.ipynb, cell 18dd7abc
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         """Register more indices, indexing the objects already stored (client-go ``AddIndexers``).
 
@@ -203,6 +210,7 @@ class Indexer:
             self._indexers.update(indexers)
             self._indices.update(built)
 
+    # notebooks/02a_store_and_backoff.ipynb, cell 7e1cc15f
     def index(self, index_name: str, obj: Any) -> list[Any]:
         """Return the objects sharing any index value with ``obj`` (client-go ``Index``)."""
         with self._lock:
@@ -241,6 +249,7 @@ class Indexer:
         with self._lock:
             return len(self._items)
 
+    # notebooks/02a_store_and_backoff.ipynb, cell 1c45e17e
     # -- internals (call with the lock held) ------------------------------------
 
     def _put(self, key: str, obj: Any) -> None:
@@ -286,6 +295,7 @@ class Indexer:
         return index
 
 
+# notebooks/02a_store_and_backoff.ipynb, cell 5a6faabe
 # --- ready-made index functions --------------------------------------------
 
 
@@ -315,6 +325,7 @@ def owner_uid_index_func(obj: Any) -> list[str]:
     return []
 
 
+# notebooks/02a_store_and_backoff.ipynb, cell 7e5b416d
 # --- errors -----------------------------------------------------------------
 
 
