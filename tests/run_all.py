@@ -1,6 +1,8 @@
 """The README's test command (``make test``): lint, start the cluster, run everything.
 
-1. ``ruff`` over the whole tree.
+1. ``ruff`` over the whole tree, and ``python -m helpers.export --check``:
+   does every module the chapters write still match its chapter's cells?
+   Seconds, before any cluster starts, so drift is reported at once.
 2. ``python -m helpers.cluster up --backend local``: build (cached) and start
    the real control plane. Its log shows each step with elapsed time.
 3. ``go mod download`` in tests/upstream: the upstream sources the chapters
@@ -44,10 +46,20 @@ def run(*command: str, env: dict[str, str] | None = None) -> int:
     return subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
 
 
-def main() -> int:
-    started = time.monotonic()
+def static_checks() -> int:
+    """Lint and the notebook-to-module drift check: 0, or 1 with what to run next."""
     if run(str(BIN / "ruff"), "check", ".") or run(str(BIN / "ruff"), "format", "--check", "."):
         print("ruff found problems: run `.venv/bin/ruff check --fix . && .venv/bin/ruff format .`")
+        return 1
+    if run(sys.executable, "-m", "helpers.export", "--check"):
+        print("the modules above differ from their chapters: nothing was started.")
+        return 1
+    return 0
+
+
+def main() -> int:
+    started = time.monotonic()
+    if static_checks():
         return 1
     up = [sys.executable, "-m", "helpers.cluster", "up", "--backend", "local"]
     code = with_cluster(CourseHome.from_environment(), DEFAULT_CLUSTER_NAME, up, run_tests)
