@@ -29,7 +29,7 @@ from pathlib import Path
 
 from helpers.cluster.backends import recorded_backend
 from helpers.cluster.local import LocalCluster
-from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
+from helpers.home import DEFAULT_CLUSTER_NAME, CourseHome
 from tests import upstream_links
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -25,7 +25,7 @@ from helpers import kube
 from helpers.cluster import processes
 from helpers.cluster.backends import recorded_backend
 from helpers.cluster.local import LocalCluster
-from helpers.cluster.paths import CourseHome
+from helpers.home import CourseHome
 
 pytestmark = pytest.mark.cluster
 

@@ -32,8 +32,8 @@ from helpers.cluster.identity import (
     identity_of,
     require_course_cluster,
 )
-from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
+from helpers.home import CourseHome
 
 ROOT = Path(__file__).resolve().parents[1]
 DECOY_CONTEXT = "work-cluster"

@@ -27,7 +27,6 @@ import pytest
 from helpers import kube
 from helpers.cluster.info import describe
 from helpers.cluster.local import LocalCluster
-from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
 from helpers.faults.control_plane import (
     API_SERVER,
@@ -38,6 +37,7 @@ from helpers.faults.control_plane import (
     revive_after_outage,
     wait_until_api_ready,
 )
+from helpers.home import CourseHome
 
 pytestmark = pytest.mark.cluster
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cluster.paths import CourseHome
+from helpers.home import CourseHome
 from tests import run_all
 from tests.test_cluster_lifecycle import strays
 

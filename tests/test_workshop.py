@@ -128,7 +128,7 @@ def test_chapter_08s_cluster_roles_become_roles_in_the_namespace() -> None:
     from helpers import rbac
 
     documents = rbac.load_manifests("rbac.yaml", namespace="a-ch08", suffix="-a-ch08")
-    changed = workshop.namespaced_roles(documents, "a-ch08")
+    changed = rbac.namespaced_roles(documents, "a-ch08")
     kinds = [d["kind"] for d in changed]
     assert "ClusterRole" not in kinds and "ClusterRoleBinding" not in kinds
     assert all(d["metadata"].get("namespace") == "a-ch08" for d in changed if "Role" in d["kind"])

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import kube
+from ..home import CourseHome
 from .local import LocalCluster
-from .paths import CourseHome
 
 BACKENDS = ("local", "kind", "existing")
 

@@ -17,8 +17,8 @@ from kubernetes.client.exceptions import ApiException
 from helpers import kube
 from helpers.cluster.info import describe
 from helpers.cluster.local import LocalCluster, tail
-from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
+from helpers.home import CourseHome
 
 
 def local_cluster() -> LocalCluster:
