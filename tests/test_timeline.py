@@ -18,7 +18,7 @@ from matplotlib.image import imread
 
 from helpers.controller import FooController, new_deployment
 from helpers.errors import CourseError
-from helpers.reconcile import FlakyClients
+from helpers.faults.clients import FlakyClients
 from helpers.timeline import (
     FAILED,
     SKIPPED,

@@ -24,8 +24,7 @@ from kubernetes.client.exceptions import ApiException
 
 from helpers import kube, namespaces, workshop_mode
 from helpers.cluster import workshop
-from helpers.foo_crd import foo_crd_additions, restore_foo_crd
-from helpers.reconcile import STATUS_FIELDS, restore_foo_status
+from helpers.foo_crd import STATUS_FIELDS, foo_crd_additions, restore_foo_crd, restore_foo_status
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ["notebooks/04_workqueue.ipynb", "notebooks/05_controller.ipynb"]

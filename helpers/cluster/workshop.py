@@ -417,7 +417,7 @@ def check_server(server: str, *, allow_loopback: bool = False) -> str:
 def prepare_cluster(api: kubernetes.client.ApiClient) -> ClusterFacts:
     """What every attendee shares (once per cluster; idempotent); the facts their namespaces
     are fitted to."""
-    from ..reconcile import extend_foo_status
+    from ..foo_crd import extend_foo_status
 
     install_foo_crd(api, timeout=60)
     extend_foo_status(api)  # chapter 06's fields, once for all: attendees cannot change a CRD
@@ -551,7 +551,7 @@ def down(api: kubernetes.client.ApiClient, names: list[str] | None = None) -> li
     gone("ValidatingAdmissionPolicyBinding",
          admission.delete_validating_admission_policy_binding, POD_POLICY)  # fmt: skip
     gone("ValidatingAdmissionPolicy", admission.delete_validating_admission_policy, POD_POLICY)
-    from ..reconcile import restore_foo_status
+    from ..foo_crd import restore_foo_status
 
     restore_foo_status(api)
     removed.append("chapter 06's status fields from the Foo CRD")

@@ -36,8 +36,8 @@ from ..controller import (
     run_controller,
 )
 from ..errors import CourseError
+from ..foo_crd import extend_foo_status, restore_foo_status, status_is_extended
 from ..lister import NotFoundError
-from ..reconcile import extend_foo_status, restore_foo_status, status_is_extended
 from ..store import split_meta_namespace_key
 from ..timeline import FAILED, SYNCED, InformerEvent, Sync, TimelineRecorder, Write, stale_reads
 from ..waiting import wait_for
