@@ -21,7 +21,7 @@ from typing import Any
 
 from helpers.foos import Foos
 from helpers.reconcile_bench import Bench
-from helpers.timeline import ReconcileTimeline
+from helpers.timeline_plot import ReconcileTimeline
 
 NAMES = tuple(f"play-{n}" for n in range(6))
 LABELS = {"group": "play"}

@@ -24,7 +24,6 @@ from helpers.timeline import (
     SKIPPED,
     SYNCED,
     InformerEvent,
-    ReconcileTimeline,
     Sync,
     TimelineRecorder,
     caused,
@@ -33,6 +32,7 @@ from helpers.timeline import (
     stale_reads,
     table,
 )
+from helpers.timeline_plot import ReconcileTimeline
 from helpers.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 from tests.test_controller import (
     GUARD,

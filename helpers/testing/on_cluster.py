@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import kubernetes
 from kubernetes.client.exceptions import ApiException
@@ -46,10 +46,8 @@ from helpers.faults.expired_watch import ExpiringListWatch
 from helpers.informer import SharedInformer, wait_for_cache_sync
 from helpers.listwatch import ListWatch
 from helpers.store import DeletedFinalStateUnknown
+from helpers.timeline import TimelineRecorder
 from helpers.workqueue import RateLimitingQueue
-
-if TYPE_CHECKING:
-    from helpers.timeline import TimelineRecorder
 
 
 # notebooks/09a_testing_a_controller.ipynb, cell cf1cba6a
@@ -524,8 +522,6 @@ class ControllerUnderTest:
 
         It records until the controller stops: detaching it sooner would silence the log too.
         """
-        from helpers.timeline import TimelineRecorder  # matplotlib: only for a test that draws
-
         recorder = TimelineRecorder(self.controller)  # it observes the controller, the log no more
         self.controller.observe(_Observers(self.log, recorder))  # now both do
         return recorder
