@@ -4,7 +4,7 @@ No client-go counterpart: chapter 07's picture, written by hand. Time runs left
 to right; each actor (you, the controllers, the scheduler, the kubelet) has a
 lane, and the API server a lane of its own at the top, because every change is
 a write to it. A numbered circle is a change (its step, see
-:data:`helpers.chain.STEPS`) on its actor's lane, with a line up to the API
+:data:`helpers.attribution.STEPS`) on its actor's lane, with a line up to the API
 server: the write. A dashed arrow from the API server down to the next actor is
 a watch delivering that write to whoever acts on it next: the actors never talk
 to each other, only through the API server. Step 4 (no kubelet sees a Pod not
@@ -38,7 +38,8 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from helpers.chain import ChainRecorder, Change, from_write, pod_counts, replicas_asked
+from helpers.attribution import Change, from_write, pod_counts, replicas_asked
+from helpers.chain import ChainRecorder
 from helpers.widgets import LiveFigure
 
 API_LANE = "API server (etcd)"
@@ -98,7 +99,7 @@ LEGEND = {
     9: "a Pod goes: its kubelet confirms",
     10: "the Foo's status is copied",
 }
-"""Each step in a few words (:data:`helpers.chain.STEPS` in full): the lane names the actor."""
+"""Each step in a few words (:data:`helpers.attribution.STEPS` in full); the lane names who."""
 
 
 def step_colour(step: int | None) -> str:
@@ -566,7 +567,7 @@ class LiveSwimlanes:
 
     def freeze(self, changes: Sequence[Change], roles: Mapping[str, str] | None = None) -> None:
         """Draw exactly ``changes`` from now on, from the first one you made, in the order etcd
-        wrote them (:func:`helpers.chain.from_write`): what was written before it is the tail
+        wrote them (:func:`helpers.attribution.from_write`): what was written before it is the tail
         of something earlier, however late it arrived, and what it caused stays, however
         early. ``roles`` may name the old and the new ReplicaSet now that they are known."""
         end = max((change.at for change in changes), default=self.since)

@@ -25,7 +25,8 @@ from kubernetes.client.exceptions import ApiException
 
 from .. import namespaces
 from ..apierrors import explain
-from ..chain import YOU, ChainRecorder, Change, names, pod_counts, state
+from ..attribution import YOU, Change, names, pod_counts, state
+from ..chain import ChainRecorder
 from ..errors import CourseError
 from ..waiting import wait_for
 from . import CannotCheck, Verdict, correct, not_attempted, wrong
