@@ -52,12 +52,12 @@ from kubernetes.client.exceptions import ApiException
 from helpers.apierrors import explain, status_of
 from helpers.backoff import Backoff, RandomSource, wait_or_stop
 from helpers.clock import Clock, StopEvent
+from helpers.decode import share_strings
 from helpers.listwatch import (
     EventStream,
     ListerWatcher,
     Transform,
     WatchDisconnected,
-    share_strings,
 )
 
 log = logging.getLogger("helpers.reflector")
