@@ -66,6 +66,14 @@ lint: setup
 export: setup
 	$(PY) -m helpers.export
 
+# The Foo controller as a program, on the course's cluster, named explicitly (it finds a
+# kubeconfig as controller-runtime does, never the course's by itself; README "Run the
+# controller outside the notebook"): make controller CONTROLLER_ARGS="--namespace default"
+CONTROLLER_ARGS ?= --namespace default
+.PHONY: controller
+controller: setup
+	$(VENV)/bin/foo-controller --kubeconfig "$$($(PY) -m helpers.cluster kubeconfig)" $(CONTROLLER_ARGS)
+
 # Is this machine and the cluster (KUBECONFIG, else the course's) ready? One table, exit 1 on a problem.
 preflight: setup
 	$(PY) -m helpers.cluster.preflight

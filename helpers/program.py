@@ -15,8 +15,8 @@ script).
 
 The life of the process:
 
-1. Parse flags; connect (``--kubeconfig``/``--master``, or the Pod's service
-   account when run in a cluster); check that the Foo API is served and that
+1. Parse flags; connect (a kubeconfig found as controller-runtime finds one,
+   or the Pod's service account when run in a cluster); check that the Foo API is served and that
    we have every permission we need. Any problem: one ``error:`` line, one
    ``next step:`` line, exit code 2.
 2. Serve ``/metrics`` and ``/healthz``/``/readyz``; start the informers (a
@@ -108,9 +108,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="foo-controller",
         description="Keep a Deployment for every Foo (kubernetes/sample-controller, in Python).",
     )
-    connection = parser.add_argument_group("connection (default: $KUBECONFIG, or in a Pod its "
-                                           "service account)")  # fmt: skip
-    connection.add_argument("--kubeconfig", help="path to a kubeconfig")
+    connection = parser.add_argument_group("connection (default: $KUBECONFIG, else in a Pod its "
+                                           "service account, else ~/.kube/config)")  # fmt: skip
+    connection.add_argument("--kubeconfig", help="path to a kubeconfig (wins over the rest)")
     connection.add_argument("--context", help="kubeconfig context (default: the current one)")
     connection.add_argument("--master", help="API server URL; overrides the kubeconfig's")
     connection.add_argument("--kube-api-qps", type=_positive_float, default=DEFAULT_QPS,
@@ -207,6 +207,25 @@ def in_cluster() -> bool:
     )
 
 
+def kubeconfig_files(options: argparse.Namespace) -> list[Path]:
+    """The kubeconfig files to read, found as controller-runtime's ``GetConfig`` finds them
+    (``loadConfig``:
+    https://github.com/kubernetes-sigs/controller-runtime/blob/v0.24.1/pkg/client/config/config.go#L115-L155):
+    ``--kubeconfig``; else every file ``$KUBECONFIG`` lists (merged as kubectl merges them);
+    else, in a Pod, none: its service account (:func:`load_in_cluster`); else
+    ``~/.kube/config``. A ``--context`` or ``--master`` asks for a kubeconfig even in a Pod.
+    Never the course's own kubeconfig by itself: whoever starts the program names it.
+    """
+    if options.kubeconfig:
+        return [Path(options.kubeconfig).expanduser()]
+    listed = [part for part in os.environ.get("KUBECONFIG", "").split(os.pathsep) if part]
+    if listed:
+        return [Path(part).expanduser() for part in listed]
+    if in_cluster() and not (options.context or options.master):
+        return []
+    return [Path.home() / ".kube" / "config"]
+
+
 def load_in_cluster(configuration: kubernetes.client.Configuration, account: Path) -> str:
     """Fill ``configuration`` from the Pod's service account; return the server URL."""
     loader = kubernetes.config.incluster_config.InClusterConfigLoader(
@@ -246,27 +265,26 @@ def connect_paced(
     """An API client from the flags, and its buckets (client-go ``BuildConfigFromFlags``:
     https://github.com/kubernetes/client-go/blob/v0.36.3/tools/clientcmd/client_config.go#L680-L694).
 
-    No ``--kubeconfig``, ``--context`` or ``--master`` and running in a Pod: the
-    service account's token and CA (``account``). Otherwise the kubeconfig
-    (``--kubeconfig``, else ``$KUBECONFIG``, else ``~/.kube/config``), with the
-    server replaced by ``--master`` if given. The client is paced with a token
-    bucket per API group; the buckets (filled in as groups are first used) are
-    returned for the metrics.
+    The kubeconfig :func:`kubeconfig_files` finds, with the server replaced by
+    ``--master`` if given; none found in a Pod: the service account's token and CA
+    (``account``). The client is paced with a token bucket per API group; the
+    buckets (filled in as groups are first used) are returned for the metrics.
     """
     configuration = kubernetes.client.Configuration()
-    if in_cluster() and not (options.kubeconfig or options.context or options.master):
+    files = kubeconfig_files(options)
+    if not files:
         context, server = "in-cluster", load_in_cluster(configuration, account)
     else:
-        path = Path(options.kubeconfig).expanduser() if options.kubeconfig else None
-        path = path or kube.default_kubeconfig()
-        context, server = kube.describe_context(path, options.context)
+        config = kube.Kubeconfig(files)
+        entry = config.context(options.context)
+        context, server = str(entry.value["name"]), config.server(entry)
         try:
-            kubernetes.config.load_kube_config(
-                config_file=str(path), context=context, client_configuration=configuration
+            kubernetes.config.load_kube_config_from_dict(
+                config.standalone(context), context=context, client_configuration=configuration
             )
         except Exception as exc:  # the loader raises many types for one cause: a bad file
             raise CourseError(
-                f"The kubeconfig at {path} cannot be used for context '{context}': {exc}",
+                f"The kubeconfig at {config.label} cannot be used for context '{context}': {exc}",
                 "fix the file, or point --kubeconfig at another one.",
             ) from exc
         if options.master:
