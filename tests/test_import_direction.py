@@ -140,3 +140,22 @@ def test_no_module_of_helpers_imports_itself_round_a_circle() -> None:
 
 def test_the_circle_finder_finds_a_circle() -> None:
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+RECORDERS = ("helpers.timeline", "helpers.chain", "helpers.attribution", "helpers.chain_table")
+"""Modules that record or reason about a record; drawing it is timeline_plot's and swimlanes'."""
+TRANSPORT = ("helpers.listwatch", "helpers.decode")
+
+
+def test_what_records_or_moves_bytes_draws_nothing() -> None:
+    """A recorder loads no plotting library, and neither do the list and watch and the decoder:
+    recording apart from drawing, as swimlanes.py draws what chain.py records."""
+    probe = (
+        "import importlib, sys; [importlib.import_module(m) for m in sys.argv[1:]]; "
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *RECORDERS, *TRANSPORT],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert done.stdout.split() == []
