@@ -29,13 +29,13 @@ from kubernetes.client.exceptions import ApiException
 from helpers.backoff import Backoff
 from helpers.clock import FakeClock, RealClock
 from helpers.cluster.info import describe
+from helpers.decode import decode_list
 from helpers.etcd import EtcdClient
 from helpers.listwatch import (
     ListWatch,
     WatchDisconnected,
     WatchError,
     WatchExpired,
-    decode_list,
     error_from_status,
 )
 from helpers.reflector import (
