@@ -56,10 +56,12 @@ status: setup
 down: setup
 	$(PY) -m helpers.cluster down
 
-# ruff, and whether every module the chapters write still matches its chapter (seconds).
+# ruff, mypy over helpers/, and whether every module the chapters write still matches its
+# chapter (seconds).
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(PY) -m helpers.export --check
 
 # The chapters write helpers/: after editing a `#| export` cell, regenerate the modules.

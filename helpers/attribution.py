@@ -82,7 +82,7 @@ def event_source(event: Mapping[str, Any]) -> str:
 
 
 def reporting_event(
-    events: Iterable[Mapping[str, Any]], reasons: Iterable[str], obj: Mapping[str, Any]
+    events: Iterable[Mapping[str, Any]], reasons: Collection[str], obj: Mapping[str, Any]
 ) -> Mapping[str, Any] | None:
     """An Event with one of ``reasons``, about ``obj`` or its owner, whose message names ``obj``."""
     name = _get(obj, "metadata", "name")

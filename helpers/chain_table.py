@@ -133,7 +133,9 @@ class Table(str):
 
 def table(rows: Sequence[Row]) -> Table:
     """The rows as aligned text, in Jupyter an HTML table (:class:`Table`)."""
-    lines = [(str(row.step), row.what, row.change, row.actor, row.evidence) for row in rows]
+    lines: list[tuple[str, ...]] = [
+        (str(row.step), row.what, row.change, row.actor, row.evidence) for row in rows
+    ]
     widths = [max(len(line[i]) for line in [HEADER, *lines]) for i in range(len(HEADER))]
     text = Table(
         "\n".join(

@@ -47,14 +47,14 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
 from helpers.apierrors import explain
 from helpers.clock import Clock, StopEvent
-from helpers.events import NORMAL, WARNING, EventRecorder
+from helpers.events import NORMAL, WARNING, EventRecorder, Recorder
 from helpers.informer import SharedInformer, wait_for_cache_sync
 from helpers.lister import NotFoundError
 from helpers.listwatch import ListWatch
@@ -349,7 +349,7 @@ class FooController:
         namespace: str | None = None,
         resync_period: float = RESYNC_PERIOD,
         workqueue: RateLimitingQueue[str] | None = None,
-    ) -> FooController:
+    ) -> Self:
         """A controller for the Foos (and Deployments) of ``namespace``, or of all namespaces.
 
         The wiring of sample-controller's ``main``: one informer per kind, the real
@@ -368,7 +368,7 @@ class FooController:
         return cls(KubeClients(api), foos, deployments, workqueue=workqueue)
 
     @property
-    def informers(self) -> tuple[SharedInformer, SharedInformer]:
+    def informers(self) -> tuple[SharedInformer, ...]:
         """Both informers, for whoever starts and stops them (``run_controller``)."""
         return self.foo_informer, self.deployment_informer
 
@@ -563,12 +563,10 @@ def _describe(err: Exception) -> str:
 class KubeClients:
     """:class:`Clients` backed by the API server; requests and answers are raw JSON dicts."""
 
-    def __init__(
-        self, api: kubernetes.client.ApiClient, recorder: EventRecorder | None = None
-    ) -> None:
+    def __init__(self, api: kubernetes.client.ApiClient, recorder: Recorder | None = None) -> None:
         self._apps = kubernetes.client.AppsV1Api(api)
         self._custom = kubernetes.client.CustomObjectsApi(api)
-        self.recorder = recorder or EventRecorder(
+        self.recorder: Recorder = recorder or EventRecorder(
             kubernetes.client.CoreV1Api(api), CONTROLLER_AGENT_NAME
         )
 

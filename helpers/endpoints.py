@@ -107,7 +107,7 @@ class Endpoint:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = self._server.socket.getsockname()[:2]  # where it listens: (host, port)
         shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
         return f"http://{shown}:{port}"
 

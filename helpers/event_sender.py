@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from helpers.events import EventRecorder
+from helpers.events import Recorder
 
 QUEUE_SIZE = 1000
 """Events waiting to be written before new ones are dropped (client-go ``maxQueuedEvents``)."""
@@ -40,7 +40,7 @@ log = logging.getLogger("helpers.event_sender")
 class EventSender:
     """``event()`` like :class:`EventRecorder`'s, but queued and written by a thread of its own."""
 
-    def __init__(self, recorder: EventRecorder, *, queue_size: int = QUEUE_SIZE) -> None:
+    def __init__(self, recorder: Recorder, *, queue_size: int = QUEUE_SIZE) -> None:
         self.recorder = recorder
         self.dropped = 0  # Events lost to a full queue, or sent after stop()
         self._lock = threading.Lock()  # orders event() against stop(); guards dropped

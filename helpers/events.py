@@ -48,7 +48,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import kubernetes
 import urllib3
@@ -82,6 +82,13 @@ class _Written:
 
 
 # notebooks/05_controller.ipynb, cell 296d2c56
+class Recorder(Protocol):
+    """What a controller records Events through (client-go's ``record.EventRecorder``
+    interface): an :class:`EventRecorder`, or chapter 08a's sender that queues its writes."""
+
+    def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None: ...
+
+
 class EventRecorder:
     """Records ``core/v1`` Events about API objects given as raw dicts.
 

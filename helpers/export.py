@@ -283,13 +283,13 @@ def render_module(cells: list[ExportCell]) -> str:
                     f"{cell.where}: add_to_class({owner}) but no earlier export cell of "
                     f"{cell.target} defines class {owner}"
                 )
+            assert isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef)
             if _calls_bare_super(statement):
                 raise ExportError(
                     f"{cell.where}: {statement.name} calls super() without arguments; keep "
                     f"it in {owner}'s class cell or write super({owner}, self) (the export "
                     "makes it bare again)"
                 )
-            assert isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef)
             method = _as_method(statement, owner, text, start)
             classes[owner].methods.append(_Piece(method, cell))
         if plain_from:
@@ -405,10 +405,11 @@ def _split_class(node: ast.ClassDef, lines: list[str], start: int) -> list[str]:
     # super(): then the class stays whole in one cell.
     if not all(functions[cut:]) or any(_calls_bare_super(s) for s in body[cut:]):
         cut = len(body)
-    previous_end = body[cut - 1].end_lineno if cut else node.lineno
+    previous_end = (body[cut - 1].end_lineno or body[cut - 1].lineno) if cut else node.lineno
     cells = ["".join(lines[start - 1 : previous_end]).strip("\n")]
     methods = body[cut:]
     for method in methods:
+        assert isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)  # all(functions[cut:])
         end = method.end_lineno or method.lineno
         chunk = lines[previous_end:end]
         first = (method.decorator_list[0].lineno if method.decorator_list else method.lineno) - 1

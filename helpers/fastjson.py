@@ -33,7 +33,8 @@ import orjson
 
 from helpers import decode, listwatch
 
-_STANDARD = {"decode_list": listwatch.decode_list, "json": listwatch.json}
+_STANDARD_DECODE_LIST = listwatch.decode_list
+_STANDARD_JSON = listwatch.json
 
 
 def loads(data: bytes | bytearray | str) -> Any:
@@ -52,7 +53,10 @@ def decode_list(
     A response (``source`` with ``read``) is read whole first: orjson decodes
     one complete document.
     """
-    data = source if isinstance(source, bytes | bytearray | str) else source.read()
+    if isinstance(source, bytes | bytearray | str):
+        data = source
+    else:
+        data = b"".join(iter(lambda: source.read(READ_SIZE), b""))  # to its end, as json would
     document = loads(data)
     if transform is not None and isinstance(document, dict):
         items = document.get("items")
@@ -61,20 +65,24 @@ def decode_list(
     return document
 
 
+READ_SIZE = 1 << 20
+"""Bytes asked for per read of a response (orjson needs it whole: this only bounds a read)."""
+
 # What WatchStream finds under the name ``json``: the standard module but for loads.
 _FAST_JSON_MODULE = types.SimpleNamespace(**{**vars(json), "loads": loads})
 
 
 def install() -> None:
     """Make ``helpers.listwatch`` decode with orjson (lists and watch events)."""
-    listwatch.decode_list = decode_list  # type: ignore[assignment]
+    listwatch.decode_list = decode_list
+    # A namespace with json's names in place of the json module (mypy wants a module: the ignore)
     listwatch.json = _FAST_JSON_MODULE  # type: ignore[assignment]
 
 
 def uninstall() -> None:
     """Put the standard library back in ``helpers.listwatch``."""
-    listwatch.decode_list = _STANDARD["decode_list"]  # type: ignore[assignment]
-    listwatch.json = _STANDARD["json"]  # type: ignore[assignment]
+    listwatch.decode_list = _STANDARD_DECODE_LIST
+    listwatch.json = _STANDARD_JSON
 
 
 def installed() -> bool:

@@ -180,7 +180,7 @@ def _served(api: kubernetes.client.ApiClient, namespace: str) -> set[str]:
     custom = kubernetes.client.CustomObjectsApi(api)
     condition = {"type": "Ready", "status": "True", "reason": "Probe", "message": "",
                  "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
-    probes = {
+    probes: dict[str, dict[str, Any]] = {
         "spec.configMapRef": {"spec": {"configMapRef": {"name": "probe"}}},
         "status.observedGeneration": {"status": {"observedGeneration": 1}},
         "status.conditions": {"status": {"conditions": [condition]}},

@@ -37,6 +37,7 @@ matter, and are why this module exists instead of ``kubernetes.watch.Watch``:
 
 from __future__ import annotations
 
+import builtins  # inside ListWatch `list` names its method: the type is builtins.list
 import contextlib
 import json
 import re
@@ -282,7 +283,7 @@ class ListWatch:
         return WatchStream(response, description=f"watch of {self.collection}")
 
     # notebooks/01_list_and_watch.ipynb, cell 65eff4f7
-    def _selectors(self) -> list[tuple[str, str]]:
+    def _selectors(self) -> builtins.list[tuple[str, str]]:
         query = []
         if self.label_selector:
             query.append(("labelSelector", self.label_selector))
@@ -291,7 +292,7 @@ class ListWatch:
         return query
 
     def _get(
-        self, query: list[tuple[str, str]], timeout: tuple[float, float]
+        self, query: builtins.list[tuple[str, str]], timeout: tuple[float, float]
     ) -> urllib3.HTTPResponse:
         # _preload_content=False: the client hands back the urllib3 response
         # unread, so we decode JSON ourselves (no typed models) and can stream.

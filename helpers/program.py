@@ -85,6 +85,7 @@ from helpers.leaderelection import (
     LeaseLock,
 )
 from helpers.throttle import DEFAULT_BURST, DEFAULT_QPS, Throttle, throttle_per_group
+from helpers.workqueue.metrics import QueueMetrics
 
 # notebooks/08a_controller_as_a_program.ipynb, cell 5249d0a5
 log = logging.getLogger("helpers.program")
@@ -345,7 +346,9 @@ class ControllerProcess:
         self.metrics = ControllerMetrics("foo")
         self.controller = controller_class.new(api, namespace=options.namespace or None)
         self.controller.metrics = self.metrics
-        self.metrics.watch_queue(self.controller.workqueue.metrics)
+        queue_metrics = self.controller.workqueue.metrics
+        assert isinstance(queue_metrics, QueueMetrics)  # a named queue's (chapter 05 names it)
+        self.metrics.watch_queue(queue_metrics)
         if throttles is not None:
             self.metrics.watch_throttles(throttles)
         clients = self.controller.clients

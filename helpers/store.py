@@ -55,6 +55,7 @@ What we left out: transformers, ``Resync`` (a no-op on this store), the
 
 from __future__ import annotations
 
+import builtins  # inside Indexer `list` names its method: the type is builtins.list
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -185,12 +186,12 @@ class Indexer:
         with self._lock:
             return self._items.get(key)
 
-    def list(self) -> list[Any]:
+    def list(self) -> builtins.list[Any]:
         """Return every cached object, ordered by key. Do not mutate them."""
         with self._lock:
             return [self._items[key] for key in sorted(self._items)]
 
-    def list_keys(self) -> list[str]:
+    def list_keys(self) -> builtins.list[str]:
         """Return every key, sorted."""
         with self._lock:
             return sorted(self._items)
@@ -211,7 +212,7 @@ class Indexer:
             self._indices.update(built)
 
     # notebooks/02a_store_and_backoff.ipynb, cell 7e1cc15f
-    def index(self, index_name: str, obj: Any) -> list[Any]:
+    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
         """Return the objects sharing any index value with ``obj`` (client-go ``Index``)."""
         with self._lock:
             func = self._indexer(index_name)
@@ -221,18 +222,18 @@ class Indexer:
                 keys |= index.get(value, set())
             return [self._items[key] for key in sorted(keys)]
 
-    def by_index(self, index_name: str, value: str) -> list[Any]:
+    def by_index(self, index_name: str, value: str) -> builtins.list[Any]:
         """Return the objects indexed under ``value`` (client-go ``ByIndex``)."""
         with self._lock:
             return [self._items[key] for key in self.index_keys(index_name, value)]
 
-    def index_keys(self, index_name: str, value: str) -> list[str]:
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
         """Return the keys indexed under ``value``, sorted (client-go ``IndexKeys``)."""
         with self._lock:
             self._indexer(index_name)
             return sorted(self._indices[index_name].get(value, ()))
 
-    def list_index_func_values(self, index_name: str) -> list[str]:
+    def list_index_func_values(self, index_name: str) -> builtins.list[str]:
         """Return every value the named index currently holds, sorted (``ListIndexFuncValues``).
 
         An index that was never registered holds no values: ``[]``, as in client-go.
@@ -264,7 +265,7 @@ class Indexer:
             raise IndexNotFoundError(index_name)
         return func
 
-    def _index_moves(self, old: Any, new: Any) -> list[tuple[str, set[str], set[str]]]:
+    def _index_moves(self, old: Any, new: Any) -> builtins.list[tuple[str, set[str], set[str]]]:
         """For each index: the values a key leaves and the values it joins."""
         moves = []
         for name, func in self._indexers.items():
@@ -273,7 +274,7 @@ class Indexer:
             moves.append((name, old_values - new_values, new_values - old_values))
         return moves
 
-    def _apply_moves(self, key: str, moves: list[tuple[str, set[str], set[str]]]) -> None:
+    def _apply_moves(self, key: str, moves: builtins.list[tuple[str, set[str], set[str]]]) -> None:
         for name, leave, join in moves:
             index = self._indices[name]
             for value in leave:

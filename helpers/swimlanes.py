@@ -262,17 +262,17 @@ class Lanes:
                                                alpha=0.5, zorder=1)),
         ]  # fmt: skip
         if heads:  # the arrowheads of the watches, and the writes' dots on the API server's lane
-            x, y, colour = zip(*heads, strict=True)
-            self._marks.append(axes.scatter(x, y, marker="v", s=22, c=colour, zorder=2))
+            xs, ys, colours = zip(*heads, strict=True)
+            self._marks.append(axes.scatter(xs, ys, marker="v", s=22, c=colours, zorder=2))
         if writes:
-            x = [line[0][0] for line in writes]
-            self._marks.append(axes.scatter(x, [top] * len(x), s=14, c=write_colours, zorder=2))
+            at = [line[0][0] for line in writes]
+            self._marks.append(axes.scatter(at, [top] * len(at), s=14, c=write_colours, zorder=2))
         for marker, points in filled.items():
-            x, y, colour = zip(*points, strict=True)
-            self._marks.append(axes.scatter(x, y, s=190, c=colour, marker=marker, zorder=3))
+            xs, ys, colours = zip(*points, strict=True)
+            self._marks.append(axes.scatter(xs, ys, s=190, c=colours, marker=marker, zorder=3))
         for marker, points in empty.items():
-            x, y, colour = zip(*points, strict=True)
-            self._marks.append(axes.scatter(x, y, s=190, facecolors="white", edgecolors=colour,
+            xs, ys, colours = zip(*points, strict=True)
+            self._marks.append(axes.scatter(xs, ys, s=190, facecolors="white", edgecolors=colours,
                                             linestyle="--", marker=marker, zorder=3))  # fmt: skip
         labelled = placed if numbers is None else placed[-numbers:] if numbers else []
         for circle in labelled:
@@ -314,6 +314,7 @@ def draw_legend(axes: Axes, steps: Sequence[int], roles: Mapping[str, str]) -> A
     if not handles:
         return None
     figure = axes.get_figure()
+    assert isinstance(figure, Figure)  # the course's axes sit on a Figure, not a SubFigure
     box = axes.get_position()  # in fractions of the figure
     width, height = figure.get_figwidth() * box.width, figure.get_figheight() * box.height
     legend = Figure(figsize=(width, height), dpi=figure.dpi)
@@ -508,7 +509,9 @@ def drawn(
         counts = (max(asked, default=0), min(during, default=0), (during or [0])[-1])
     return Drawn(
         lanes=len(lanes),
-        steps=tuple(sorted({c.step for c in shown if c.step not in (None, *STATUS_STEPS)})),
+        steps=tuple(
+            sorted({c.step for c in shown if c.step is not None and c.step not in STATUS_STEPS})
+        ),
         objects=tuple(objects),
         changes=len(shown),
         first=min((c.at for c in shown), default=0.0),

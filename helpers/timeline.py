@@ -31,6 +31,7 @@ observes pays one attribute read per sync.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import threading
 import time
@@ -163,10 +164,13 @@ class TimelineRecorder:
         controller.observe(self)
         # Inside the observing wrapper, so the version is known when ``wrote`` is called.
         observed = controller.clients
+        # observe() put its wrapper in place of the Clients: it has .inner, the Protocol does not
+        # (hence the ignore)
         observed.inner = _Answers(observed.inner, self._answers)  # type: ignore[attr-defined]
         # And the listers, so that a sync's record says which versions it really read.
-        controller.foos_lister = _Reads(controller.foos_lister, "Foo", self._answers)
-        controller.deployments_lister = _Reads(
+        # (stand-ins with the Lister's namespace() and get(): mypy wants Listers, so the ignores)
+        controller.foos_lister = _Reads(controller.foos_lister, "Foo", self._answers)  # type: ignore[assignment]
+        controller.deployments_lister = _Reads(  # type: ignore[assignment]
             controller.deployments_lister, "Deployment", self._answers
         )
         for informer, kind in [
@@ -174,9 +178,9 @@ class TimelineRecorder:
             (controller.deployment_informer, "Deployment"),
         ]:
             registration = informer.add_event_handler(
-                on_add=lambda obj, initial, kind=kind: initial or self._event(kind, "add", obj),
-                on_update=lambda old, new, kind=kind: self._update(kind, old, new),
-                on_delete=lambda obj, kind=kind: self._event(kind, "delete", obj),
+                on_add=functools.partial(self._added, kind),
+                on_update=functools.partial(self._update, kind),
+                on_delete=functools.partial(self._event, kind, "delete"),
                 name="timeline",
             )
             self._registrations.append((informer, registration))
@@ -281,6 +285,10 @@ class TimelineRecorder:
             event = InformerEvent(self.now(), kind, event_type, name, changed, version, key)
             self._events.append(event)
             self._changed.notify_all()
+
+    def _added(self, kind: str, obj: Any, initial: bool) -> None:
+        if not initial:  # the first list's objects were there before the recording started
+            self._event(kind, "add", obj)
 
     def _update(self, kind: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         if _version(old) == _version(new):
@@ -559,7 +567,8 @@ def stale_reads(syncs: Sequence[Sync], events: Sequence[InformerEvent]) -> list[
     for event in events:
         if event.kind == FOO_KIND:
             order.setdefault(event.name, []).append(event.version)
-    stale, written = [], {}  # key -> the version of our last status write that ended
+    stale: list[Sync] = []
+    written: dict[str, str] = {}  # key -> the version of our last status write that ended
     for sync in sorted(syncs, key=lambda s: s.started):
         name = sync.key.rpartition("/")[2]
         ours, read = written.get(sync.key), sync.seen.get(FOO_KIND)
@@ -592,11 +601,11 @@ def caused(
     for event in events:
         candidates = by_key.get(event.key, [])
         if event.type == "delete" or not event.version:
-            sync = next((s for s in candidates if s.started >= event.at), None)
+            first = next((s for s in candidates if s.started >= event.at), None)
         else:
             order = delivered[event.kind, event.name]
             newer = set(order[order.index(event.version) :])
-            sync = next((s for s in candidates if s.seen.get(event.kind) in newer), None)
-        if sync is not None:
-            pairs.append((event, sync))
+            first = next((s for s in candidates if s.seen.get(event.kind) in newer), None)
+        if first is not None:
+            pairs.append((event, first))
     return pairs

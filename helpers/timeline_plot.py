@@ -126,7 +126,7 @@ def draw_lanes(
     thinnest = 2 / per_second  # a sync of a millisecond is still 2 pixels wide
     bars, bar_colours, edges, waits, ticks, colours, labels = [], [], [], [], [], [], []
     for s in shown:
-        y = row[s.worker]
+        y: float = row[s.worker]
         end = s.end(now)
         width = max(end - s.started, thinnest)
         bars.append([(s.started, y - 0.3), (s.started + width, y - 0.3),

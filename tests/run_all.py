@@ -1,8 +1,9 @@
 """The README's test command (``make test``): lint, start the cluster, run everything.
 
-1. ``ruff`` over the whole tree, and ``python -m helpers.export --check``:
-   does every module the chapters write still match its chapter's cells?
-   Seconds, before any cluster starts, so drift is reported at once.
+1. ``ruff`` over the whole tree, ``mypy`` over helpers/ (``[tool.mypy]`` in
+   pyproject.toml), and ``python -m helpers.export --check``: does every module
+   the chapters write still match its chapter's cells? Seconds, before any
+   cluster starts, so drift is reported at once.
 2. ``python -m helpers.cluster up --backend local``: build (cached) and start
    the real control plane. Its log shows each step with elapsed time.
 3. ``go mod download`` in tests/upstream: the upstream sources the chapters
@@ -47,9 +48,12 @@ def run(*command: str, env: dict[str, str] | None = None) -> int:
 
 
 def static_checks() -> int:
-    """Lint and the notebook-to-module drift check: 0, or 1 with what to run next."""
+    """Lint, types and the notebook-to-module drift check: 0, or 1 with what to run next."""
     if run(str(BIN / "ruff"), "check", ".") or run(str(BIN / "ruff"), "format", "--check", "."):
         print("ruff found problems: run `.venv/bin/ruff check --fix . && .venv/bin/ruff format .`")
+        return 1
+    if run(str(BIN / "mypy")):
+        print("mypy found type errors in helpers/: fix them, or ignore one saying why beside it")
         return 1
     if run(sys.executable, "-m", "helpers.export", "--check"):
         print("the modules above differ from their chapters: nothing was started.")

@@ -118,19 +118,24 @@ class _Decided(BaseException):
     """Ends a scripted run at the reflector's next request (the reflector's loop lets it pass)."""
 
 
+_POOL = urllib3.HTTPConnectionPool("localhost")
+"""The pool a failure names, as urllib3's do (it never connects)."""
+
+
 def _failure(cause: int | str | None) -> BaseException:
     """The exception the course's client raises for a failed request."""
     url = "/api/v1/configmaps"
     if cause == "refused":
         refused = urllib3.exceptions.NewConnectionError(
-            None, "Failed to establish a new connection: [Errno 111] Connection refused"
+            urllib3.connection.HTTPConnection("localhost"),  # made, never connected
+            "Failed to establish a new connection: [Errno 111] Connection refused",
         )
-        return urllib3.exceptions.MaxRetryError(None, url, refused)
+        return urllib3.exceptions.MaxRetryError(_POOL, url, refused)
     if cause == "reset":
         reset = ConnectionResetError(104, "Connection reset by peer")
         return urllib3.exceptions.ProtocolError("Connection aborted.", reset)
     if cause == "timeout":
-        return urllib3.exceptions.ReadTimeoutError(None, url, "Read timed out.")
+        return urllib3.exceptions.ReadTimeoutError(_POOL, url, "Read timed out.")
     assert isinstance(cause, int), cause
     return ApiException(status=cause, reason=HTTPStatus(cause).phrase)
 
@@ -324,7 +329,7 @@ SCRIPT_LIST = {
     "metadata": {"resourceVersion": "120"},
     "items": [_config_map("apple", "101"), _config_map("banana", "115")],
 }
-SCRIPT_WATCH = [
+SCRIPT_WATCH: list[dict[str, Any]] = [
     {"type": "MODIFIED", "object": _config_map("apple", "130")},
     {"type": "BOOKMARK", "object": {"kind": "ConfigMap", "metadata": {"resourceVersion": "150"}}},
 ]
@@ -624,7 +629,9 @@ def _judge_follow(
         namespace, {"metadata": {"generateName": "exercise-tick-"}}
     ).metadata.name
     core.patch_namespaced_config_map(tick, namespace, {"data": {"n": "1"}})
-    etcd = EtcdClient(describe().etcd_url)
+    etcd_url = describe().etcd_url
+    assert etcd_url is not None, "the check makes sure the cluster gives etcd access first"
+    etcd = EtcdClient(etcd_url)
     etcd.compact(etcd.revision())
     if not observed.wait_for(lambda: source.lists >= 2 or not worker.is_alive()):
         return wrong(

@@ -13,6 +13,7 @@ exercise shows.
 from __future__ import annotations
 
 import copy
+import functools
 import heapq
 import threading
 from collections.abc import Callable, Mapping
@@ -221,7 +222,9 @@ def check_1(
 
 def _image(deployment: Mapping[str, Any] | None) -> str | None:
     try:
-        return deployment["spec"]["template"]["spec"]["containers"][0]["image"]  # type: ignore[index]
+        if deployment is None:
+            return None
+        return deployment["spec"]["template"]["spec"]["containers"][0]["image"]
     except (KeyError, IndexError, TypeError):
         return None
 
@@ -416,6 +419,8 @@ def check_3(
     _delete_foo(api, namespace, name, force=True)
     controller = _Stamping.new(api, namespace=namespace)
     filtered = _Filtered(controller.foo_informer, wakes)
+    # _Filtered stands in for the Foo informer (it hides some events); FooController is typed
+    # for a SharedInformer, hence the ignore.
     controller = _Stamping(controller.clients, filtered, controller.deployment_informer)  # type: ignore[arg-type]
     run = _Run(controller)
     try:
@@ -497,6 +502,10 @@ def _wait_reconciled(
         ) from exc
 
 
+def _synced_since(recorder: TimelineRecorder, *, key: str, since: float) -> bool:
+    return bool(recorder.syncs(key, since))
+
+
 def _quiet(recorder: TimelineRecorder, key: str) -> float | None:
     """The time from which ``key`` had no sync for ``QUIET`` seconds, within ``REPAIR``; None if
     it never went quiet. Waiting for what must not happen: a timeout is the good outcome."""
@@ -504,7 +513,9 @@ def _quiet(recorder: TimelineRecorder, key: str) -> float | None:
     while recorder.now() < deadline:
         since = recorder.now()
         try:
-            recorder.wait_for(lambda r, since=since: bool(r.syncs(key, since)), "a sync", QUIET)
+            recorder.wait_for(
+                functools.partial(_synced_since, key=key, since=since), "a sync", QUIET
+            )
         except TimeoutError:
             return since
     return None
@@ -515,7 +526,7 @@ def _quiet(recorder: TimelineRecorder, key: str) -> float | None:
 EVENTS_4 = [("10", 0.0), ("12", 1.1), ("15", 3.2), ("16", 4.6)]
 """The versions of Foo x the informer delivered, and when; 16 is someone else's write."""
 
-SYNCS_4 = {
+SYNCS_4: dict[str, tuple[str, float, list[tuple[str, str | None, str]]]] = {
     "a": ("10", 1.0, [("update Foo status", None, "12")]),
     "b": ("10", 1.05, [("update Foo status", "409 Conflict: the object has been modified", "")]),
     "c": ("12", 3.0, [("update Foo status", None, "15")]),

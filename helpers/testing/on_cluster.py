@@ -281,7 +281,7 @@ class ControllerUnderTest:
                 if refusal is not None:
                     raise AssertionError(
                         f"waiting for {what}: a sync of {refusal.key} failed with an error the "
-                        f"API server will repeat: {explain(refusal.error)}"  # type: ignore[arg-type]
+                        f"API server will repeat: {explain(refusal.error)}"
                     )
                 left = deadline - time.monotonic()
                 if left <= 0:
