@@ -42,7 +42,7 @@ from helpers.faults.control_plane import (
     wait_until_api_ready,
 )
 from helpers.home import CourseHome
-from tests.test_course_cluster_only import CA_PEM
+from tests.decoys import CA_PEM
 
 pytestmark = pytest.mark.cluster
 

@@ -29,7 +29,7 @@ from helpers.cluster.local import port_picking_lock
 from helpers.errors import CourseError
 from helpers.home import PRIVATE_FILES, CourseHome
 from helpers.private_files import make_private_dirs, write_private
-from tests.test_course_cluster_only import Decoy, write_decoy_kubeconfig
+from tests.decoys import Decoy, write_decoy_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[1]
 BAD_NAMES = ("..", "../x", "a/b", "Upper", "-dash", "x" * 64)

@@ -17,7 +17,7 @@ from helpers.faults.clients import FlakyClients, InjectedFailure
 from helpers.faults.slow_watch import SlowWatch
 from helpers.reconcile_bench import Bench
 from helpers.resourceversion import compare_resource_versions
-from tests.test_controller import GUARD, RecordingClients, new_foo
+from helpers.testing.fakes import GUARD, RecordingClients, new_foo
 
 
 def test_flaky_clients_never_fail_an_event() -> None:

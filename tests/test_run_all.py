@@ -15,7 +15,7 @@ import pytest
 
 from helpers.home import CourseHome
 from tests import run_all
-from tests.test_cluster_lifecycle import strays
+from tests.leftovers import strays
 
 pytestmark = pytest.mark.cluster
 

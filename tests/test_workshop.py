@@ -98,7 +98,7 @@ def test_attendee_mode_is_claimed_by_the_context_namespace_or_the_environment(
 def test_without_a_claim_nothing_is_asked_of_the_api_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.test_course_cluster_only import Decoy
+    from tests.decoys import Decoy
 
     monkeypatch.delenv(workshop_mode.ATTENDEE_ENV, raising=False)
     with Decoy() as decoy:

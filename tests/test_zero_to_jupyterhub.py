@@ -232,7 +232,7 @@ def copied(steps: list[tuple[str, str]]) -> list[str]:
 
 
 def requirement_pins() -> dict[str, str]:
-    from tests.test_environment_files import pip_pins
+    from tests.pins import pip_pins
 
     return pip_pins()
 

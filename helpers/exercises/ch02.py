@@ -49,6 +49,7 @@ from ..etcd import EtcdClient
 from ..listwatch import ListWatch, WatchDisconnected, WatchStream, error_from_status
 from ..reflector import Reflector
 from ..store import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer, namespace_index_func
+from ..testing.fakes import FakeSource, ListCall, ScriptedStream, StaticSource, WatchCall
 from . import CannotCheck, Verdict, correct, not_attempted, wrong
 
 EXERCISE = {1: "1", 2: "2", 3: "2", 4: "3", 5: "1"}
@@ -170,39 +171,32 @@ class _EndingStream:
         pass
 
 
-class _EndingSource:
-    """A ListerWatcher that plays one ending and notes which request comes next."""
+def _ending_source(ending: Ending, clock: FakeClock) -> FakeSource:
+    """A source that plays one ending; its second LIST or WATCH (the next request) ends the run."""
+    source = FakeSource(kind="ConfigMap")
 
-    def __init__(self, ending: Ending, clock: FakeClock) -> None:
-        self._ending = ending
-        self._clock = clock
-        self.lists = 0
-        self.watches = 0
-        self.next_request = ""
-
-    def list(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        self.lists += 1
-        if self.lists == 2:
-            self.next_request = "list"
+    def on_list(call: ListCall) -> dict[str, Any]:
+        if len(source.list_calls) == 2:
             raise _Decided
-        if self._ending.stage == "list":
-            raise _failure(self._ending.cause)
+        if ending.stage == "list":
+            raise _failure(ending.cause)
         return copy.deepcopy(SCRIPT_LIST)
 
-    def watch(self, *args: Any, **kwargs: Any) -> _EndingStream:
-        self.watches += 1
-        if self.watches == 2:
-            self.next_request = "watch"
+    def on_watch(call: WatchCall) -> _EndingStream:
+        if len(source.watch_calls) == 2:
             raise _Decided
-        if self._ending.stage == "watch request":
-            raise _failure(self._ending.cause)
-        return _EndingStream(self._ending, self._clock)
+        if ending.stage == "watch request":
+            raise _failure(ending.cause)
+        return _EndingStream(ending, clock)
+
+    source.on_list, source.on_watch = on_list, on_watch
+    return source
 
 
 def reflector_next_action(ending: Ending) -> str:
     """Run the course's reflector through ``ending``: ``"watch"`` or ``"list"`` comes next."""
     clock = FakeClock()
-    source = _EndingSource(ending, clock)
+    source = _ending_source(ending, clock)
     backoff = Backoff(initial=0.0, jitter=0.0, clock=clock)  # no wait: the script is instant
     reflector = Reflector(source, Indexer(), name="exercise-1", backoff=backoff)
     logger = logging.getLogger("helpers.reflector")
@@ -212,12 +206,14 @@ def reflector_next_action(ending: Ending) -> str:
             reflector.run()
     finally:
         logger.disabled = was_disabled
-    return source.next_request
+    return (
+        "list" if len(source.list_calls) == 2 else "watch" if len(source.watch_calls) == 2 else ""
+    )
 
 
 def reflector_relist_resource_version(last: str, unavailable: bool) -> str:
     """The resourceVersion the course's reflector LISTs at, in that state."""
-    reflector = Reflector(_ScriptedSource(), Indexer(), name="exercise-1")
+    reflector = Reflector(StaticSource(), Indexer(), name="exercise-1")
     reflector._last_sync_rv, reflector._rv_unavailable = last, unavailable
     return reflector._relist_resource_version()
 
@@ -303,22 +299,6 @@ class _ScriptDone(Exception):
     """Ends the scripted round once the second watch has been asked for."""
 
 
-class _ScriptedStream:
-    """A finished watch: the scripted events, then a normal close."""
-
-    def __init__(self, events: list[dict[str, Any]]) -> None:
-        self._events = iter(copy.deepcopy(events))
-
-    def __iter__(self) -> _ScriptedStream:
-        return self
-
-    def __next__(self) -> dict[str, Any]:
-        return next(self._events)
-
-    def close(self) -> None:
-        pass
-
-
 def _config_map(name: str, version: str) -> dict[str, Any]:
     return {"metadata": {"namespace": "shop", "name": name, "resourceVersion": version}}
 
@@ -335,41 +315,28 @@ SCRIPT_WATCH: list[dict[str, Any]] = [
 ]
 
 
-class _ScriptedSource:
-    """A ListerWatcher that plays exercise 2's script and records where each watch starts."""
+def _scripted_source() -> FakeSource:
+    """A source that plays exercise 2's script (its LIST, then a watch that ends); the second
+    WATCH ends the round."""
+    source = FakeSource(kind="ConfigMap")
 
-    def __init__(self) -> None:
-        self.watched_from: list[str] = []
-
-    def list(
-        self,
-        resource_version: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-        transform: Any = None,
-    ) -> dict[str, Any]:
-        return copy.deepcopy(SCRIPT_LIST)
-
-    def watch(
-        self,
-        resource_version: str,
-        timeout_seconds: int,
-        allow_bookmarks: bool = True,
-        read_timeout: float | None = None,
-    ) -> _ScriptedStream:
-        self.watched_from.append(resource_version)
-        if len(self.watched_from) == 2:
+    def on_watch(call: WatchCall) -> ScriptedStream:
+        if len(source.watch_calls) == 2:
             raise _ScriptDone
-        return _ScriptedStream(SCRIPT_WATCH)
+        return ScriptedStream(SCRIPT_WATCH, end=True)
+
+    source.on_list = lambda call: copy.deepcopy(SCRIPT_LIST)
+    source.on_watch = on_watch
+    return source
 
 
 def scripted_watch_versions() -> list[str]:
     """Run the course's reflector on exercise 2's script: the versions of its two watches."""
-    source = _ScriptedSource()
+    source = _scripted_source()
     reflector = Reflector(source, Indexer(), name="exercise-2")
     with contextlib.suppress(_ScriptDone):
         reflector.list_and_watch()
-    return source.watched_from
+    return [call.resource_version for call in source.watch_calls]
 
 
 def check_2(answer: tuple[str, str] | None) -> Verdict:
