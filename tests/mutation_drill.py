@@ -3,8 +3,8 @@
 ``python -m tests.mutation_drill`` (``make mutations``; ``make test`` runs it after its
 pytest session) takes each mutation of ``tests/mutations.py`` in turn and:
 
-1. copies the repository's tracked files to a temporary folder (the checkout is
-   never edited);
+1. copies the repository's files, as git sees them (tracked, and new ones not
+   ignored), to a temporary folder: the checkout is never edited;
 2. applies the edit to the chapter's ``#| export`` cell there, and runs
    ``python -m helpers.export`` there, so the chapter and the module carry the same bug;
 3. runs, with PYTHONPATH at the copy, one pytest session: the chapter under strict
@@ -16,8 +16,9 @@ pytest session) takes each mutation of ``tests/mutations.py`` in turn and:
    would), and the copy.
 
 It prints one row per mutation: the chapter cell that caught it (its 0-based index
-and the heading of its section), the unit test that caught it, and the seconds it
-took. A mutation that nothing caught fails the drill, by name. Mutations of
+and the heading of its section, flagged when that is not the mutation's ``lesson``),
+the unit test that caught it, and the seconds it took. A mutation that nothing
+caught fails the drill, by name. Mutations of
 different chapters alternate, so that one chapter's namespace is deleted while the
 next chapter runs; they run one at a time (two chapters at once overload two cores).
 
@@ -207,7 +208,7 @@ def run_one(mutation: Mutation, env: dict[str, str], keep: bool = False) -> Resu
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                    "-p", "tests.mutation_plugin", "-q", "--no-header", *NBVAL,
                    f"notebooks/{mutation.notebook}", *tests]  # fmt: skip
-        result.phases["export"] = time.monotonic() - started
+        result.phases["copy and export"] = time.monotonic() - started
         output = _session(command, copy, env)
         _read_report(result, copy / "report.json", original, output)
         if keep:
@@ -314,6 +315,8 @@ def table(results: Iterable[Result]) -> list[str]:
         if result.chapter is not None:
             index, _, heading = result.chapter.partition(", ")
             chapter = f"`{chapter_of(result.mutation)}` cell {index}, *{heading}*"
+            if heading != result.mutation.lesson:
+                chapter += f" (not in its lesson, *{result.mutation.lesson}*)"
         unit = f"`{result.unit.removeprefix('tests/')}`" if result.unit else "none"
         rows.append(f"| {result.mutation.name} | {chapter} | {unit} | {result.seconds:.0f} |")
     return rows
@@ -352,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep each copy, print its output")
     args = parser.parse_args(argv)
     chosen = [m for m in MUTATIONS if not args.only or any(t in m.name for t in args.only)]
+    if not chosen:
+        parser.error(f"no mutation's name contains {' or '.join(map(repr, args.only))}")
     if args.write_readme and len(chosen) != len(MUTATIONS):
         parser.error("--write-readme runs every mutation: leave out --only")
     try:
@@ -381,9 +386,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = table(ordered)
     missed = [r.mutation.name for r in ordered if not r.caught]
     minutes, seconds = divmod(round(total), 60)
+    load = os.getloadavg()[1]
     summary = (
-        f"{len(ordered)} mutations, {len(ordered) - len(missed)} caught, "
-        f"in {minutes} min {seconds:02d} s."
+        f"{len(ordered)} mutations, {len(ordered) - len(missed)} caught, in {minutes} min "
+        f"{seconds:02d} s ({os.cpu_count()} cores, load average {load:.0f} over the last 5 min)."
     )
     print("\n" + "\n".join(rows) + "\n\n" + summary)
     if args.write_readme:
