@@ -31,6 +31,7 @@ next chapter runs; they run one at a time (two chapters at once overload two cor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -54,6 +55,8 @@ TABLE_START = "<!-- mutation table: python -m tests.mutation_drill --write-readm
 TABLE_END = "<!-- end of the mutation table -->"
 SESSION_LIMIT = 600.0
 """Seconds one mutation's pytest session may take before the drill kills it."""
+MEMORY_LIMIT = 3 * 2**30
+"""Bytes the session's process may hold (unmutated, it holds about 0.3 GiB)."""
 NAMESPACE_CALL = re.compile(r"fresh_namespace\(api, \"([a-z0-9-]+)\"\)")
 NBVAL = ["--nbval", "--nbval-sanitize-with", "tests/nbval-sanitize.cfg",
          "--nbval-cell-timeout=120"]  # fmt: skip
@@ -225,17 +228,33 @@ def run_one(mutation: Mutation, env: dict[str, str], keep: bool = False) -> Resu
 
 def _session(command: list[str], copy: Path, env: dict[str, str]) -> str:
     """Run the pytest session in a process group of its own; its output. A session past
-    ``SESSION_LIMIT`` is killed (the group, by its id): its report says what it found."""
-    with subprocess.Popen(
-        command, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, start_new_session=True,
+    ``SESSION_LIMIT`` seconds, or ``MEMORY_LIMIT`` bytes (a hot loop that logs fills pytest's
+    log capture), is killed, the group by its id: its report says what it found."""
+    import psutil
+
+    log = copy / "pytest.log"
+    with log.open("w") as output, subprocess.Popen(
+        command, cwd=copy, env=env, stdout=output, stderr=subprocess.STDOUT,
+        start_new_session=True,
     ) as session:  # fmt: skip
-        try:
-            return session.communicate(timeout=SESSION_LIMIT)[0]
-        except subprocess.TimeoutExpired:
+        deadline = time.monotonic() + SESSION_LIMIT
+        why = None
+        while session.poll() is None and why is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                session.wait(timeout=1.0)
+            try:
+                memory = psutil.Process(session.pid).memory_info().rss
+            except psutil.NoSuchProcess:
+                memory = 0
+            if memory > MEMORY_LIMIT:
+                why = f"killed: it used {memory / 2**30:.1f} GiB"
+            elif time.monotonic() > deadline:
+                why = f"killed after {SESSION_LIMIT:g} s"
+        if why is not None:
             os.killpg(session.pid, signal.SIGKILL)
-            output = session.communicate()[0]
-            return f"{output}\n(killed after {SESSION_LIMIT:g} s)"
+            session.wait()
+    text = log.read_text(errors="replace")
+    return text if why is None else f"{text}\n({why})"
 
 
 def _read_report(result: Result, path: Path, notebook: dict[str, Any], output: str) -> None:

@@ -8,10 +8,11 @@ failure too. What failed first, and where, goes as JSON to the file that
 drill has to kill still says what it found.
 
 A mutation can make a unit test hang (a reflector that never re-lists loops
-forever): each unit test gets ``UNIT_TEST_LIMIT`` seconds, then fails with a
-``TimeoutError`` raised in the main thread, which counts as caught. Threads such a
-test left running would keep the process alive, so the session ends with
-``os._exit`` when any are left.
+forever): each unit test gets ``UNIT_TEST_LIMIT`` seconds, then fails with
+:class:`UnitTestTimeout`, raised in the main thread, which counts as caught. It is a
+``BaseException``, raised again every second, so that the code under test cannot
+swallow it in an ``except Exception`` and loop on. Threads such a test left running
+would keep the process alive, so the session ends with ``os._exit`` when any are left.
 
 Only a failure of a test's or a cell's own code (the call phase) counts as a catch;
 an error in setup (no kernel, no cluster) is reported as an error: the drill must
@@ -55,8 +56,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(f"the mutation drill stops {group} at its first failure")
 
 
+class UnitTestTimeout(BaseException):
+    """A unit test ran past ``UNIT_TEST_LIMIT`` (not an ``Exception``: it must not be caught)."""
+
+
 def _time_is_up(signum: int, frame: Any) -> None:
-    raise TimeoutError(f"the mutation drill's limit of {UNIT_TEST_LIMIT:g} s per unit test")
+    raise UnitTestTimeout(f"the mutation drill's limit of {UNIT_TEST_LIMIT:g} s per unit test")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -65,7 +70,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         yield  # a notebook's cells have nbval's own limit
         return
     previous = signal.signal(signal.SIGALRM, _time_is_up)
-    signal.setitimer(signal.ITIMER_REAL, UNIT_TEST_LIMIT)
+    signal.setitimer(signal.ITIMER_REAL, UNIT_TEST_LIMIT, 1.0)  # then every second
     try:
         yield
     finally:
