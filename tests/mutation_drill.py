@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from tests.mutations import MUTATIONS, UNIT_TESTS, Mutation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,8 +232,6 @@ def _session(command: list[str], copy: Path, env: dict[str, str]) -> str:
     """Run the pytest session in a process group of its own; its output. A session past
     ``SESSION_LIMIT`` seconds, or ``MEMORY_LIMIT`` bytes (a hot loop that logs fills pytest's
     log capture), is killed, the group by its id: its report says what it found."""
-    import psutil
-
     log = copy / "pytest.log"
     with log.open("w") as output, subprocess.Popen(
         command, cwd=copy, env=env, stdout=output, stderr=subprocess.STDOUT,
@@ -247,14 +247,14 @@ def _session(command: list[str], copy: Path, env: dict[str, str]) -> str:
             except psutil.NoSuchProcess:
                 memory = 0
             if memory > MEMORY_LIMIT:
-                why = f"killed: it used {memory / 2**30:.1f} GiB"
+                why = f"killed it: it used {memory / 2**30:.1f} GiB"
             elif time.monotonic() > deadline:
-                why = f"killed after {SESSION_LIMIT:g} s"
+                why = f"killed it after {SESSION_LIMIT:g} s"
         if why is not None:
             os.killpg(session.pid, signal.SIGKILL)
             session.wait()
     text = log.read_text(errors="replace")
-    return text if why is None else f"{text}\n({why})"
+    return text if why is None else f"{text}\n(the drill {why})"
 
 
 def _read_report(result: Result, path: Path, notebook: dict[str, Any], output: str) -> None:
@@ -273,14 +273,14 @@ def _read_report(result: Result, path: Path, notebook: dict[str, Any], output: s
         else:
             index, heading = cell_of(notebook, first["cell"])
             result.chapter = f"{index}, {heading}"
-    if report["errors"]:
-        result.problem = "errors, not failures: " + "; ".join(report["errors"])
+    problems = [f"errors, not failures: {'; '.join(report['errors'])}"] if report["errors"] else []
+    if output.endswith(")") and "\n(the drill killed it" in output:
+        problems.append(output.rpartition("\n(")[2].rstrip(")"))
+    result.problem = "; ".join(problems) or None
 
 
 def _stop_processes_in(copy: Path) -> None:
     """End the processes the run left behind in the copy (a chapter's controllers), by id."""
-    import psutil
-
     for process in psutil.process_iter(["pid", "cwd"]):
         cwd = process.info.get("cwd")
         if cwd and process.pid != os.getpid() and _inside(Path(cwd), copy):
