@@ -122,12 +122,18 @@ def test_the_readme_table_is_rewritten_between_its_markers(tmp_path: Path) -> No
     readme = tmp_path / "README.md"
     start, end = mutation_drill.TABLE_START, mutation_drill.TABLE_END
     readme.write_text(f"before\n{start}\n| old | table |\n{end}\nafter\n")
-    rows = mutation_drill.table([mutation_drill.Result(MUTATIONS[0], "17, Heading", None, 3.2)])
-    mutation_drill.write_readme(rows, "1 mutations, 1 caught.", readme)
+    first, second = MUTATIONS[:2]
+    results = [
+        mutation_drill.Result(first, f"17, {first.lesson}", None, 3.2),
+        mutation_drill.Result(second, "9, Elsewhere", "tests/test_x.py::test_y", 4.7),
+    ]
+    mutation_drill.write_readme(mutation_drill.table(results), "2 mutations, 2 caught.", readme)
     text = readme.read_text()
     assert text.startswith(f"before\n{start}\n| mutation |") and text.endswith(f"{end}\nafter\n")
-    assert f"| {MUTATIONS[0].name} | `04_workqueue` cell 17, *Heading* | none | 3 |" in text
-    assert mutation_drill.readme_names(readme) == [MUTATIONS[0].name]
+    assert f"| {first.name} | `04_workqueue` cell 17, *{first.lesson}* | none | 3 |" in text
+    elsewhere = f"cell 9, *Elsewhere* (not in its lesson, *{second.lesson}*)"
+    assert f"| {second.name} | `04_workqueue` {elsewhere} | `test_x.py::test_y` | 5 |" in text
+    assert mutation_drill.readme_names(readme) == [first.name, second.name]
 
 
 def test_chapters_take_turns() -> None:
