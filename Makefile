@@ -3,7 +3,7 @@
 #   make course   set up Python, start a cluster, open the course in JupyterLab
 #   make test     set up Python, start the local control plane, run every test and notebook
 #
-# Smaller steps: make setup | up | lab | status | down | lint | export | preflight
+# Smaller steps: make setup | up | lab | status | down | lint | export | preflight | mutations
 # The course as a web site from the stored outputs (no cluster): make book -> build/book/index.html
 # Workshops (docs/facilitator.md): make workshop-up ATTENDEES=alice,bob | make workshop-down
 
@@ -12,7 +12,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: course test test-browser setup up lab status down lint export preflight book workshop-up workshop-down
+.PHONY: course test test-browser mutations setup up lab status down lint export preflight book workshop-up workshop-down
 
 course: up lab
 
@@ -23,6 +23,11 @@ test: setup
 test-browser: setup
 	KUBECONFIG="$$($(PY) -m helpers.cluster kubeconfig)" $(PY) -m pytest -p no:cacheprovider \
 	  -rfEsxX tests/test_browser.py
+
+# The mutation drill (README "The mutation drill"): plant each bug of tests/mutations.py in a
+# copy of the repository and check that its chapter or a unit test fails (`make up` first).
+mutations: setup
+	KUBECONFIG="$$($(PY) -m helpers.cluster kubeconfig)" $(PY) -m tests.mutation_drill
 
 setup: $(INSTALLED)
 

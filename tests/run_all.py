@@ -14,7 +14,11 @@
    notebook under strict nbval with the sanitizer file. The summary at the
    end lists failures, errors, and every skipped or expected-to-fail test with
    its reason (``-rfEsxX``): a skip must never pass as a silent "s".
-5. Stop the cluster again, unless it was already running before (a learner's
+5. The mutation drill (``python -m tests.mutation_drill``, README "The mutation
+   drill"): each planted bug must fail its chapter or a unit test; it names those
+   that did not. It runs after the pytest run, and only if that passed: a chapter
+   that fails unmutated would seem to catch every bug planted in it.
+6. Stop the cluster again, unless it was already running before (a learner's
    or maintainer's cluster is left as it was found). This happens also when
    ``up`` failed half way, since it may have started processes by then.
 """
@@ -40,6 +44,7 @@ PYTEST = [
     "--nbval", "--nbval-sanitize-with", "tests/nbval-sanitize.cfg", "--nbval-cell-timeout=120",
     "tests", "notebooks",
 ]  # fmt: skip
+MUTATION_DRILL = [sys.executable, "-m", "tests.mutation_drill"]
 
 
 def run(*command: str, env: dict[str, str] | None = None) -> int:
@@ -81,7 +86,15 @@ def run_tests(env: dict[str, str]) -> int:
         print(f"error: the upstream sources could not be downloaded ({error}).")
         print("next step: check `go env GOPROXY` and the network, then run make test again.")
         return 2
-    return run(*PYTEST, env={**env, "CFS_REQUIRE_UPSTREAM_SOURCES": "1"})
+    return then_mutations(run(*PYTEST, env={**env, "CFS_REQUIRE_UPSTREAM_SOURCES": "1"}), env)
+
+
+def then_mutations(code: int, env: dict[str, str]) -> int:
+    """The mutation drill, once the pytest run (exit ``code``) has passed; its exit code."""
+    if code:
+        print("\nThe mutation drill did not run: the pytest run must pass first.")
+        return code
+    return run(*MUTATION_DRILL, env=env)
 
 
 def with_cluster(

@@ -8,6 +8,7 @@ import kubernetes
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from helpers.cluster.bootstrap import foo_crd_drift
 from helpers.controller import foo_body
 from helpers.foo_crd import (
     FIELDS,
@@ -32,6 +33,13 @@ def test_extend_and_restore_touch_only_chapter_10s_own(
         extend_foo_crd(api, namespace, name_rule=True)
         extend_foo_crd(api, namespace, name_rule=True)  # again: nothing more
         assert foo_crd_additions(api) == [*FIELDS, "rule"]
+        assert foo_crd_drift(api) == [
+            "+ (root) rule: self.metadata.name.size() <= 63",
+            "+ spec.configMapRef",
+            "+ status.conditions",
+            "+ status.lastSyncTime",
+            "+ status.observedGeneration",
+        ]
         custom = kubernetes.client.CustomObjectsApi(api)
         with pytest.raises(ApiException) as refused:
             custom.create_namespaced_custom_object(
@@ -41,6 +49,10 @@ def test_extend_and_restore_touch_only_chapter_10s_own(
         restore_foo_crd(api, namespace)
         assert foo_crd_additions(api) == ["status.observedGeneration"]  # chapter 06b's stays
         assert status_is_extended(api)
+        assert foo_crd_drift(api) == ["+ status.lastSyncTime", "+ status.observedGeneration"]
+        restore_foo_status(api, namespace)
+        assert foo_crd_drift(api) == []  # what the notebooks' stored outputs were recorded on
+        extend_foo_status(api, namespace)
         custom.create_namespaced_custom_object(
             "samplecontroller.k8s.io", "v1alpha1", namespace, "foos",
             foo_body("n" * 64, "x"), dry_run="All")  # fmt: skip

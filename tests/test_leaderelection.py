@@ -474,6 +474,25 @@ def test_partitioned_leader_stops_before_anyone_takes_over(
     assert store.record.leader_transitions == last_renewal.leader_transitions + 1
 
 
+def test_a_leader_that_fails_to_renew_within_its_renew_deadline_leads_on(
+    store: MemoryLeases, clock: FakeClock, running: list
+) -> None:
+    """A round of renewals tries every retry_period until renew_deadline has passed (client-go's
+    renew polls until its deadline): two lost tries are not the end of leading."""
+    timeline = Timeline(clock)
+    a = elector(store, "a", clock, timeline.callbacks("a"))
+    start(a, running)
+    timeline.wait_for("a", "started")
+    step_until(clock, lambda: clock.now() > 1005, timeline)
+    store.unreachable.add("a")
+    cut_at = clock.now()
+    step_until(clock, lambda: clock.now() > cut_at + 2.5, timeline)  # within renew_deadline, 5 s
+    store.unreachable.discard("a")
+    step_until(clock, lambda: clock.now() > cut_at + 10, timeline)
+    assert timeline.when("a", "stopped") is None, f"a stopped leading: {store.actions[-8:]}"
+    assert store.record.holder_identity == "a"
+
+
 def test_a_failed_renewal_does_not_release_the_lease(
     store: MemoryLeases, clock: FakeClock, running: list
 ) -> None:

@@ -122,3 +122,41 @@ def install_foo_crd(api: kubernetes.client.ApiClient, timeout: float) -> None:
         what=f"the CRD {FOO_CRD_NAME} to be Established",
         timeout=timeout,
     )
+
+
+def foo_crd_drift(api: kubernetes.client.ApiClient) -> list[str]:
+    """How the Foo CRD's schema differs from sample-controller's (``manifests/foo-crd.yaml``).
+
+    An empty list when it is the same. Otherwise one entry per field or rule that one of them
+    has and the other lacks, as ``"+ status.conditions"`` (only on the cluster) or
+    ``"- spec.replicas"`` (only in the manifest); a field whose parent is listed is not.
+    Chapters 06b and 10 extend the CRD for a while and put it back; a run stopped in between
+    leaves it extended, and every chapter that prints the CRD, or meets its rules, would then
+    print something else.
+    """
+    extensions = kubernetes.client.ApiextensionsV1Api(api)
+    manifest = yaml.safe_load((MANIFESTS_DIR / "foo-crd.yaml").read_text())
+    crd = api.sanitize_for_serialization(extensions.read_custom_resource_definition(FOO_CRD_NAME))
+    wanted = _schema_paths(manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    found = _schema_paths(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    return [f"+ {path}" for path in _outermost(found - wanted)] + [
+        f"- {path}" for path in _outermost(wanted - found)
+    ]
+
+
+def _outermost(paths: set[str]) -> list[str]:
+    """``paths`` without those inside another of them (``status.conditions[].type`` goes when
+    ``status.conditions`` is there), sorted."""
+    return sorted(p for p in paths if not any(p.startswith((f"{q}.", f"{q}[]")) for q in paths))
+
+
+def _schema_paths(schema: dict[str, Any], prefix: str = "") -> set[str]:
+    """Every property of ``schema`` as a dotted path, and each CEL rule as ``<path> rule: ...``."""
+    paths = {f"{prefix or '(root)'} rule: {rule.get('rule')}"
+             for rule in schema.get("x-kubernetes-validations") or []}  # fmt: skip
+    for name, child in (schema.get("properties") or {}).items():
+        path = f"{prefix}.{name}" if prefix else name
+        paths |= {path} | _schema_paths(child, path)
+    if isinstance(schema.get("items"), dict):
+        paths |= _schema_paths(schema["items"], f"{prefix}[]")
+    return paths
