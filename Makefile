@@ -61,13 +61,25 @@ status: setup
 down: setup
 	$(PY) -m helpers.cluster down
 
+# ruff, mypy over helpers/, and whether every module the chapters write still matches its
+# chapter (seconds).
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(PY) -m helpers.export --check
 
 # The chapters write helpers/: after editing a `#| export` cell, regenerate the modules.
 export: setup
 	$(PY) -m helpers.export
+
+# The Foo controller as a program, on the course's cluster, named explicitly (it finds a
+# kubeconfig as controller-runtime does, never the course's by itself; README "Run the
+# controller outside the notebook"): make controller CONTROLLER_ARGS="--namespace default"
+CONTROLLER_ARGS ?= --namespace default
+.PHONY: controller
+controller: setup
+	$(VENV)/bin/foo-controller --kubeconfig "$$($(PY) -m helpers.cluster kubeconfig)" $(CONTROLLER_ARGS)
 
 # Is this machine and the cluster (KUBECONFIG, else the course's) ready? One table, exit 1 on a problem.
 preflight: setup

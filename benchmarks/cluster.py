@@ -75,7 +75,7 @@ def remove_namespaces(api: kubernetes.client.ApiClient, names: list[str], timeou
 def control_plane_pids() -> dict[str, int]:
     """The local control plane's processes by component; empty on kind or another cluster."""
     from helpers.cluster.backends import local_cluster
-    from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
+    from helpers.home import DEFAULT_CLUSTER_NAME, CourseHome
 
     cluster = local_cluster(CourseHome.from_environment(), DEFAULT_CLUSTER_NAME)
     return {} if cluster is None else cluster.running()

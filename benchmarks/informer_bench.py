@@ -357,7 +357,7 @@ WIRE_ACCEPT = {
                  "application/vnd.kubernetes.protobuf;stream=watch"),
 }  # fmt: skip
 LIST_READ = 64 * 1024
-"""Bytes each read of a LIST asks for: what ``decode_list`` asks (listwatch's ``_Text.CHUNK``)."""
+"""Bytes each read of a LIST asks for, as ``decode_list`` asks (``helpers.decode._Text.CHUNK``)."""
 
 
 def _wire_get(api: kubernetes.client.ApiClient, path: str, query: list[tuple[str, str]],

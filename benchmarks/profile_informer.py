@@ -56,7 +56,7 @@ BUCKETS = (
             "<method 'readinto",
         ),
     ),
-    ("decode_list and key sharing", ("listwatch.py",)),
+    ("decode_list and key sharing", ("decode.py", "listwatch.py")),
     ("store and indexer", ("store.py", "lister.py")),
     ("reflector", ("reflector.py",)),
     ("informer dispatch and handlers", ("informer.py", "profile_informer.py")),

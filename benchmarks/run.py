@@ -79,7 +79,7 @@ def backend() -> str:
     """What runs the cluster the kubeconfig names: the course's backend, or "another cluster"."""
     from helpers import kube
     from helpers.cluster.backends import recorded_backend
-    from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
+    from helpers.home import DEFAULT_CLUSTER_NAME, CourseHome
 
     home = CourseHome.from_environment()
     if kube.default_kubeconfig(home) != home.kubeconfig(DEFAULT_CLUSTER_NAME):

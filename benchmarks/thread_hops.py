@@ -62,8 +62,9 @@ from benchmarks.connections import ConnectionRecorder
 from benchmarks.guard import refuse_clusters_not_the_courses
 from benchmarks.stopping import exit_on_sigterm
 from helpers import kube
+from helpers.decode import share_strings
 from helpers.informer import REPLACED_ALL, Delta, strip_managed_fields
-from helpers.listwatch import WatchStream, share_strings
+from helpers.listwatch import WatchStream
 from helpers.store import meta_namespace_key
 
 INFORMER_SHAPES = ("course", "batched", "no-handler-thread", "one-thread")

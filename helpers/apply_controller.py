@@ -2,6 +2,7 @@
 # notebooks/10_controllers_today.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/10_controllers_today.ipynb, cell 1e1fd8cb
 """ApplyFooController: chapter 05's Foo controller, written as controllers are today (notebooks/10).
 
 Chapter 05's informers, queue, workers and handlers, with three changes: the status says what
@@ -114,6 +115,7 @@ class ApplyFooController(FooController):
             name="foo-controller",
         )
 
+    # notebooks/10_controllers_today.ipynb, cell c7a8e3df
     def sync_handler(self, key: str) -> None:
         """Apply the Deployment the Foo asks for, then apply the status the sync saw."""
         namespace, name = split_meta_namespace_key(key)
@@ -136,6 +138,7 @@ class ApplyFooController(FooController):
         if problem is not None and problem.retry:
             raise problem
 
+    # notebooks/10_controllers_today.ipynb, cell 3c4fd2ca
     def enqueue_foos_for(self, config_map: Any) -> None:
         """The map function: a ConfigMap's change becomes the keys of the Foos that name it."""
         if isinstance(config_map, DeletedFinalStateUnknown):
@@ -156,6 +159,7 @@ class ApplyFooController(FooController):
             raise Problem("ConfigMapNotFound", f'ConfigMap "{name}" not found') from None
         return dict(config_map.get("data") or {})
 
+    # notebooks/10_controllers_today.ipynb, cell 92ce6972
     @classmethod
     def new(
         cls,
@@ -206,6 +210,7 @@ class ApplyFooController(FooController):
             self.enqueue_foos_for(new)
 
 
+# notebooks/10_controllers_today.ipynb, cell 35f8a016
 def foo_conditions(
     foo: Mapping[str, Any], deployment: Mapping[str, Any] | None, problem: Problem | None = None
 ) -> list[Condition]:
@@ -231,6 +236,7 @@ def foo_conditions(
     ]  # fmt: skip
 
 
+# notebooks/10_controllers_today.ipynb, cell 6b475a8e
 def foo_status(
     foo: Mapping[str, Any], deployment: Mapping[str, Any] | None,
     problem: Problem | None = None, *, now: Any = now_rfc3339,
@@ -248,6 +254,7 @@ def foo_status(
     return status | {"conditions": ours}
 
 
+# notebooks/10_controllers_today.ipynb, cell 29c828fa
 def desired_deployment(foo: Mapping[str, Any], settings: Mapping[str, str]) -> dict[str, Any]:
     """Chapter 05's ``new_deployment``, with the ConfigMap's cpu and memory as requests."""
     if not (foo.get("spec") or {}).get("deploymentName"):
@@ -260,12 +267,14 @@ def desired_deployment(foo: Mapping[str, Any], settings: Mapping[str, str]) -> d
     return deployment
 
 
+# notebooks/10_controllers_today.ipynb, cell 3c4fd2ca
 def config_map_index(foo: Mapping[str, Any]) -> list[str]:
     """Index function: the key of the ConfigMap a Foo names (same namespace), if any."""
     name = ((foo.get("spec") or {}).get("configMapRef") or {}).get("name")
     return [f"{foo['metadata']['namespace']}/{name}"] if name else []
 
 
+# notebooks/10_controllers_today.ipynb, cell 92ce6972
 def field_owners(obj: Mapping[str, Any]) -> dict[str, list[str]]:
     """Who owns each field of ``obj``, from its ``managedFields``: "spec.replicas": managers.
 

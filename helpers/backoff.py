@@ -2,6 +2,7 @@
 # notebooks/02a_store_and_backoff.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/02a_store_and_backoff.ipynb, cell f13b0dd1
 """Exponential backoff with jitter, reset after a quiet spell.
 
 client-go counterpart: ``apimachinery/pkg/util/wait`` at v0.36.3: a ``Backoff``
@@ -63,6 +64,7 @@ class RandomSource(Protocol):
     def random(self) -> float: ...
 
 
+# notebooks/02a_store_and_backoff.ipynb, cell 661fdcaa
 class Backoff:
     """Hands out growing delays, and waits them out (client-go ``wait.Backoff`` + reset).
 
@@ -95,6 +97,7 @@ class Backoff:
         self._base = initial  # the un-jittered delay the next step hands out
         self._last_backoff: float | None = None
 
+    # notebooks/02a_store_and_backoff.ipynb, cell 64d16597
     @property
     def clock(self) -> Clock:
         """The clock this backoff measures and waits with."""
@@ -117,12 +120,14 @@ class Backoff:
             return base + self._rng.random() * self.jitter * base
         return base
 
+    # notebooks/02a_store_and_backoff.ipynb, cell 5fd890fc
     def reset(self) -> None:
         """Start the sequence over, as if the last backoff were long ago."""
         with self._lock:
             self._base = self.initial
             self._last_backoff = None
 
+    # notebooks/02a_store_and_backoff.ipynb, cell 3cf51b15
     def wait(self, stop: StopEvent) -> bool:
         """Wait the next delay, or less if ``stop`` is set. False means: stopped, give up."""
         delay = self.next_delay()

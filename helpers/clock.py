@@ -176,8 +176,12 @@ class FakeClock:
             remaining = give_up - time.monotonic()
             if remaining <= 0:
                 return False
+
+            def moved(seen: int = generation) -> bool:
+                return self._generation != seen
+
             with self._lock:
-                self._changed.wait_for(lambda g=generation: self._generation != g, remaining)
+                self._changed.wait_for(moved, remaining)
 
     def _note_change(self) -> None:
         """Record a change in the set of waiters (caller holds ``self._lock``)."""

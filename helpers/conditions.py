@@ -2,6 +2,7 @@
 # notebooks/10_controllers_today.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/10_controllers_today.ipynb, cell 9f02b2fb
 """Status conditions, as apimachinery's ``metav1.Condition`` and the API conventions have them.
 
 A condition is a dict shaped like the API's JSON. The functions port apimachinery's
@@ -68,6 +69,7 @@ def is_status_condition_true(conditions: list[Condition], type_: str) -> bool:
     return found is not None and found["status"] == TRUE
 
 
+# notebooks/10_controllers_today.ipynb, cell 45616fc1
 def set_status_condition(
     conditions: list[Condition], new: Condition, now: Callable[[], str] = now_rfc3339
 ) -> bool:

@@ -2,6 +2,7 @@
 # notebooks/05_controller.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/05_controller.ipynb, cell e4318322
 """FooController: sample-controller, in Python, on the course's own machinery.
 
 Counterpart: kubernetes/sample-controller v0.36.3, whose ``Controller``,
@@ -46,14 +47,14 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
 from helpers.apierrors import explain
 from helpers.clock import Clock, StopEvent
-from helpers.events import NORMAL, WARNING, EventRecorder
+from helpers.events import NORMAL, WARNING, EventRecorder, Recorder
 from helpers.informer import SharedInformer, wait_for_cache_sync
 from helpers.lister import NotFoundError
 from helpers.listwatch import ListWatch
@@ -66,6 +67,7 @@ from helpers.workqueue import (
     RateLimitingQueue,
 )
 
+# notebooks/05_controller.ipynb, cell 71bdfac6
 log = logging.getLogger("helpers.controller")
 
 CONTROLLER_AGENT_NAME = "sample-controller"
@@ -100,6 +102,7 @@ class CacheSyncError(RuntimeError):
     """The informers' caches did not sync before ``run`` was told to stop."""
 
 
+# notebooks/05_controller.ipynb, cell edda7dd3
 class Clients(Protocol):
     """The writes the controller makes (upstream: two clientsets and an event recorder,
     https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L68-L89).
@@ -119,6 +122,7 @@ class Clients(Protocol):
     ) -> None: ...
 
 
+# notebooks/05_controller.ipynb, cell 61172b5a
 class FooController:
     """Keeps, for every Foo, a Deployment that matches it; give it two informers not yet
     started, and the clients (:meth:`new` builds it all). sample-controller's ``Controller``
@@ -159,6 +163,7 @@ class FooController:
             name="foo-controller",
         )
 
+    # notebooks/05_controller.ipynb, cell c02642a1
     # --- running ----------------------------------------------------------------------------
 
     def run(self, workers: int, stop: StopEvent) -> None:
@@ -190,6 +195,7 @@ class FooController:
             for thread in self.worker_threads:
                 thread.join()
 
+    # notebooks/05_controller.ipynb, cell d259a82f
     def run_worker(self, stop: StopEvent) -> None:
         """Sync keys until the queue shuts down or ``stop`` is set (``runWorker``).
         https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L193-L196
@@ -226,6 +232,7 @@ class FooController:
             self.workqueue.done(key)
         return True
 
+    # notebooks/05_controller.ipynb, cell d34e218d
     def observe(self, observer: SyncObserver | None) -> None:
         """Tell ``observer`` of every sync, write and requeue from now on (None: stop telling)."""
         clients, limiter = self.clients, self.workqueue.rate_limiter
@@ -241,6 +248,7 @@ class FooController:
         self.clients, self.workqueue.rate_limiter = clients, limiter
         self.observer = observer
 
+    # notebooks/05_controller.ipynb, cell f7a51d40
     def sync_handler(self, key: str) -> None:
         """Make Foo ``key``'s Deployment match it, then report its status (``syncHandler``).
         Raising means "retry later"; returning, "done until something changes".
@@ -271,15 +279,25 @@ class FooController:
             self.clients.record_event(foo, WARNING, ERR_RESOURCE_EXISTS, message)
             raise ResourceExistsError(message)
 
-        # Only replicas are compared; replicas left out of the Foo are not ours to manage.
-        wanted, have = spec.get("replicas"), (deployment.get("spec") or {}).get("replicas")
-        if wanted is not None and wanted != have:
-            log.info("Foo %s wants %s replicas, Deployment has %s: updating", key, wanted, have)
+        if self.needs_update(foo, deployment):
             deployment = self.clients.update_deployment(namespace, new_deployment(foo))
 
         self.update_foo_status(foo, deployment)
         self.clients.record_event(foo, NORMAL, SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED)
 
+    def needs_update(self, foo: Mapping[str, Any], deployment: Mapping[str, Any]) -> bool:
+        """Whether the Deployment must be written anew from the Foo. Only replicas are compared
+        (as upstream), and replicas left out of the Foo are not ours to manage. One step of its
+        own, so that a variant changes only it (chapter 06a's exercise repairs image drift too)."""
+        wanted = (foo.get("spec") or {}).get("replicas")
+        have = (deployment.get("spec") or {}).get("replicas")
+        if wanted is None or wanted == have:
+            return False
+        key = meta_namespace_key(foo)
+        log.info("Foo %s wants %s replicas, Deployment has %s: updating", key, wanted, have)
+        return True
+
+    # notebooks/05_controller.ipynb, cell 43859617
     def update_foo_status(self, foo: Mapping[str, Any], deployment: Mapping[str, Any]) -> None:
         """Write the Deployment's ``availableReplicas`` into the Foo's status (``updateFooStatus``).
         https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L314-L326
@@ -291,6 +309,7 @@ class FooController:
         foo_copy.setdefault("status", {})["availableReplicas"] = available
         self.clients.update_foo_status(foo_copy["metadata"]["namespace"], foo_copy)
 
+    # notebooks/05_controller.ipynb, cell 24e15c28
     # --- from informer events to keys --------------------------------------------------------
 
     def enqueue_foo(self, foo: Any) -> None:
@@ -303,6 +322,7 @@ class FooController:
             return
         self.workqueue.add(key)
 
+    # notebooks/05_controller.ipynb, cell 21f86b9d
     def handle_deployment_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         """A changed Deployment goes to :meth:`handle_object`; a resync (same version) does not."""
         if _resource_version(old) == _resource_version(new):
@@ -329,6 +349,7 @@ class FooController:
             return
         self.enqueue_foo(foo)
 
+    # notebooks/05_controller.ipynb, cell 150d225f
     @classmethod
     def new(
         cls,
@@ -337,7 +358,7 @@ class FooController:
         namespace: str | None = None,
         resync_period: float = RESYNC_PERIOD,
         workqueue: RateLimitingQueue[str] | None = None,
-    ) -> FooController:
+    ) -> Self:
         """A controller for the Foos (and Deployments) of ``namespace``, or of all namespaces.
 
         The wiring of sample-controller's ``main``: one informer per kind, the real
@@ -356,11 +377,12 @@ class FooController:
         return cls(KubeClients(api), foos, deployments, workqueue=workqueue)
 
     @property
-    def informers(self) -> tuple[SharedInformer, SharedInformer]:
+    def informers(self) -> tuple[SharedInformer, ...]:
         """Both informers, for whoever starts and stops them (``run_controller``)."""
         return self.foo_informer, self.deployment_informer
 
 
+# notebooks/05_controller.ipynb, cell bd0328db
 def foo_rate_limiter(clock: Clock | None = None) -> MaxOfRateLimiter:
     """sample-controller's limiter: per Foo 5 ms doubling to 1000 s, all Foos 50 qps (burst 300).
 
@@ -375,6 +397,7 @@ def foo_rate_limiter(clock: Clock | None = None) -> MaxOfRateLimiter:
     )
 
 
+# notebooks/05_controller.ipynb, cell 39c32697
 class SyncObserver(Protocol):
     """Someone watching the loop work, such as chapter 06's timeline (none, usually).
 
@@ -392,6 +415,7 @@ class SyncObserver(Protocol):
     def requeued(self, key: str, delay: float) -> None: ...
 
 
+# notebooks/05_controller.ipynb, cell d34e218d
 class _ObservedClients:
     """:class:`Clients` that also tell an observer about each write, and whether it failed."""
 
@@ -450,6 +474,7 @@ class _ObservedLimiter:
         return self.inner.num_requeues(item)
 
 
+# notebooks/05_controller.ipynb, cell 547106c2
 # sample-controller leaves the pull policy alone, and for a ":latest" image that means Always:
 # each Pod start asks the registry. We take the node's copy when it has one, so a kind cluster
 # loaded beforehand (`make up` does) runs the course offline. sample-controller's newDeployment:
@@ -457,6 +482,7 @@ class _ObservedLimiter:
 IF_NOT_PRESENT = {"imagePullPolicy": "IfNotPresent"}
 
 
+# notebooks/05_controller.ipynb, cell 0f5fc4a9
 def new_deployment(foo: Mapping[str, Any]) -> dict[str, Any]:
     """The Deployment a Foo asks for (sample-controller ``newDeployment``).
     https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L388-L421
@@ -498,6 +524,7 @@ def new_deployment(foo: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+# notebooks/05_controller.ipynb, cell 5a9e4603
 def foo_body(name: str, deployment_name: str | None, replicas: int | None = 1) -> dict[str, Any]:
     """The body of a Foo to create (None leaves a field out): the chapter, its exercises and
     the tests all make their Foos with it."""
@@ -510,6 +537,7 @@ def foo_body(name: str, deployment_name: str | None, replicas: int | None = 1) -
     }
 
 
+# notebooks/05_controller.ipynb, cell 8c58281a
 def controller_of(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     """The owner reference with ``controller: true``, if any (apimachinery ``GetControllerOf``).
     https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/apis/meta/v1/controller_ref.go#L34-L45"""
@@ -527,6 +555,7 @@ def is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
     return ref is not None and ref.get("uid") == (owner.get("metadata") or {}).get("uid")
 
 
+# notebooks/05_controller.ipynb, cell f63a47ca
 def _resource_version(obj: Mapping[str, Any]) -> str | None:
     return (obj.get("metadata") or {}).get("resourceVersion")
 
@@ -536,18 +565,17 @@ def _describe(err: Exception) -> str:
     return explain(err) if isinstance(err, ApiException) else str(err)
 
 
+# notebooks/05_controller.ipynb, cell d8d4fedb
 # --- the real API calls ------------------------------------------------------------------------
 
 
 class KubeClients:
     """:class:`Clients` backed by the API server; requests and answers are raw JSON dicts."""
 
-    def __init__(
-        self, api: kubernetes.client.ApiClient, recorder: EventRecorder | None = None
-    ) -> None:
+    def __init__(self, api: kubernetes.client.ApiClient, recorder: Recorder | None = None) -> None:
         self._apps = kubernetes.client.AppsV1Api(api)
         self._custom = kubernetes.client.CustomObjectsApi(api)
-        self.recorder = recorder or EventRecorder(
+        self.recorder: Recorder = recorder or EventRecorder(
             kubernetes.client.CoreV1Api(api), CONTROLLER_AGENT_NAME
         )
 
@@ -599,6 +627,7 @@ def _json(response: Any) -> dict[str, Any]:
         response.release_conn()
 
 
+# notebooks/05_controller.ipynb, cell 74675552
 # --- main.go --------------------------------------------------------------------------------------
 
 

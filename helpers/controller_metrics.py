@@ -2,6 +2,7 @@
 # notebooks/08a_controller_as_a_program.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/08a_controller_as_a_program.ipynb, cell c0d184b4
 """What the controller process tells Prometheus: its queue, its syncs, its pace, its leadership.
 
 Counterparts: client-go's workqueue metrics (chapter 04's
@@ -34,6 +35,7 @@ One :class:`ControllerMetrics` per process, with its own
 
 from __future__ import annotations
 
+# notebooks/08a_controller_as_a_program.ipynb, cell cb46b500
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -50,6 +52,7 @@ from helpers.workqueue.metrics import QueueMetrics, QueueMetricsCollector
 SYNC_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 6d9d1d23
 class ControllerMetrics:
     """The metrics of one process, in a registry of their own; ``controller`` labels the
     sync metrics (as in controller-runtime, where one process runs several controllers)."""
@@ -90,6 +93,7 @@ class ControllerMetrics:
             self.syncs.labels(controller, result)
         self.sync_errors.labels(controller)
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell fed9f75e
     def watch_queue(self, metrics: QueueMetrics) -> None:
         """Expose a named workqueue's metrics (read at scrape time)."""
         self.queues.queues.append(metrics)
@@ -101,6 +105,7 @@ class ControllerMetrics:
     def set_leader(self, lease: str, leading: bool) -> None:
         self.leader.labels(lease).set(1 if leading else 0)
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell d2791b18
     @contextmanager
     def sync(self) -> Iterator[None]:
         """Time and count one sync; an exception counts as an error and is raised on."""
@@ -117,6 +122,7 @@ class ControllerMetrics:
             self.sync_duration.labels(self.controller).observe(time.perf_counter() - started)
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell fed9f75e
 class ThrottleCollector:
     """client-go's ``rest_client_rate_limiter_duration_seconds``, read from our buckets.
 

@@ -14,6 +14,7 @@ so a notebook's stored text says what the picture shows.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,15 +53,21 @@ class DeletionRecorder:
         for kind, path in paths.items():
             informer = SharedInformer(ListWatch(api, path), name=f"deletions-{kind.lower()}")
             informer.add_event_handler(
-                on_add=lambda obj, _initial, kind=kind: self._seen(kind, None, obj),
-                on_update=lambda old, new, kind=kind: self._seen(kind, old, new),
-                on_delete=lambda obj, kind=kind: self._note(kind, _name(obj), "deleted"),
+                on_add=functools.partial(self._added, kind),
+                on_update=functools.partial(self._seen, kind),
+                on_delete=functools.partial(self._deleted, kind),
                 name=f"deletions-{kind.lower()}",
             )
             self.informers.append(informer)
         for informer in self.informers:
             informer.start()
         assert wait_for_cache_sync(*self.informers, timeout=60), "the informers did not sync"
+
+    def _added(self, kind: str, obj: Mapping[str, Any], _initial: bool) -> None:
+        self._seen(kind, None, obj)
+
+    def _deleted(self, kind: str, obj: Any) -> None:
+        self._note(kind, _name(obj), "deleted")
 
     def _seen(self, kind: str, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> None:
         name = _name(new)
@@ -127,8 +134,8 @@ def plot_deletion(recorder: DeletionRecorder, rows: Sequence[tuple[str, str]],
     for row, (kind, name) in enumerate(reversed(rows)):
         added = [n.at for n in notes if (n.kind, n.name, n.what) == (kind, name, "added")]
         ending = [n.at for n in notes if (n.kind, n.name, n.what) == (kind, name, "terminating")]
-        gone = [n.at for n in notes if (n.kind, n.name, n.what) == (kind, name, "deleted")]
-        born, died = (added or [start])[0], (gone or [end])[0]
+        deleted = [n.at for n in notes if (n.kind, n.name, n.what) == (kind, name, "deleted")]
+        born, died = (added or [start])[0], (deleted or [end])[0]
         doomed = (ending or [died])[0]
         ax.barh(row, doomed - born, left=born - start, height=0.5, color="C0")
         if doomed < died:

@@ -2,6 +2,7 @@
 # notebooks/08a_controller_as_a_program.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 094e7742
 """The controller's HTTP side: ``/metrics`` for Prometheus, ``/healthz`` and ``/readyz``.
 
 Counterparts: controller-runtime's metrics server (``--metrics-bind-address``)
@@ -32,6 +33,7 @@ means "do not serve" (as in controller-runtime).
 
 from __future__ import annotations
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 3bebedf5
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -41,6 +43,7 @@ from urllib.parse import urlsplit
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+# notebooks/08a_controller_as_a_program.ipynb, cell a244ca6f
 log = logging.getLogger("helpers.endpoints")
 
 Check = Callable[[], "str | None"]
@@ -70,6 +73,7 @@ def metrics_route(registry: CollectorRegistry) -> Route:
     return handle
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 3d36065d
 def checks_route(kind: str, checks: Mapping[str, Check]) -> Route:
     """``/healthz`` or ``/readyz``: 200 "ok" if every check passes, else 500 with the list."""
 
@@ -88,6 +92,7 @@ def checks_route(kind: str, checks: Mapping[str, Check]) -> Route:
     return handle
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 947f1cc4
 class Endpoint:
     """One HTTP server for some routes, on a thread this object owns."""
 
@@ -102,7 +107,7 @@ class Endpoint:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = self._server.socket.getsockname()[:2]  # where it listens: (host, port)
         shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
         return f"http://{shown}:{port}"
 
@@ -119,6 +124,7 @@ class Endpoint:
         self._server.server_close()
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell d1164e84
 def serve(name: str, address: str, routes: Mapping[str, Route]) -> Endpoint | None:
     """Start an :class:`Endpoint` at ``address``; None when the address is ``"0"``."""
     parsed = parse_address(address)

@@ -2,6 +2,7 @@
 # notebooks/08a_controller_as_a_program.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 977fabc4
 """Events from a thread of their own, so that a sync never waits for an Event write.
 
 client-go counterpart: ``record.EventBroadcaster``: ``Event()`` hands the Event to
@@ -27,7 +28,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from helpers.events import EventRecorder
+from helpers.events import Recorder
 
 QUEUE_SIZE = 1000
 """Events waiting to be written before new ones are dropped (client-go ``maxQueuedEvents``)."""
@@ -35,10 +36,11 @@ QUEUE_SIZE = 1000
 log = logging.getLogger("helpers.event_sender")
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 6dbba08f
 class EventSender:
     """``event()`` like :class:`EventRecorder`'s, but queued and written by a thread of its own."""
 
-    def __init__(self, recorder: EventRecorder, *, queue_size: int = QUEUE_SIZE) -> None:
+    def __init__(self, recorder: Recorder, *, queue_size: int = QUEUE_SIZE) -> None:
         self.recorder = recorder
         self.dropped = 0  # Events lost to a full queue, or sent after stop()
         self._lock = threading.Lock()  # orders event() against stop(); guards dropped

@@ -2,6 +2,7 @@
 # notebooks/05_controller.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/05_controller.ipynb, cell 0e22b1a0
 """Events: telling people what a controller did to their object, in ``kubectl describe``.
 
 client-go counterpart: ``tools/record``, the ``core/v1`` recorder sample-controller uses:
@@ -47,7 +48,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import kubernetes
 import urllib3
@@ -58,6 +59,7 @@ log = logging.getLogger("helpers.events")
 NORMAL = "Normal"
 WARNING = "Warning"
 
+# notebooks/05_controller.ipynb, cell 4789e961
 CACHE_SIZE = 4096
 """How many distinct Events we remember for counting repeats (client-go ``maxLruCacheEntries``):
 https://github.com/kubernetes/client-go/blob/v0.36.3/tools/record/events_cache.go#L35-L49
@@ -77,6 +79,14 @@ class _Written:
     namespace: str
     name: str
     count: int
+
+
+# notebooks/05_controller.ipynb, cell 296d2c56
+class Recorder(Protocol):
+    """What a controller records Events through (client-go's ``record.EventRecorder``
+    interface): an :class:`EventRecorder`, or chapter 08a's sender that queues its writes."""
+
+    def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None: ...
 
 
 class EventRecorder:
@@ -105,6 +115,7 @@ class EventRecorder:
         self._written: OrderedDict[tuple[str, ...], _Written] = OrderedDict()  # an LRU cache
         self._same_event = [threading.Lock() for _ in range(LOCK_STRIPES)]
 
+    # notebooks/05_controller.ipynb, cell ea9f23f4
     def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
         """Record that ``reason``/``message`` happened to ``obj`` (type Normal or Warning)."""
         reference = object_reference(obj)
@@ -141,6 +152,7 @@ class EventRecorder:
                 if len(self._written) > CACHE_SIZE:
                     self._written.popitem(last=False)
 
+    # notebooks/05_controller.ipynb, cell b693db48
     def _identity(
         self, reference: dict[str, Any], event_type: str, reason: str, message: str
     ) -> tuple[str, ...]:
@@ -159,6 +171,7 @@ class EventRecorder:
             message,
         )
 
+    # notebooks/05_controller.ipynb, cell 98e44b07
     def _create(
         self, reference: dict[str, Any], event_type: str, reason: str, message: str
     ) -> _Written:
@@ -221,6 +234,7 @@ class EventRecorder:
         return self._now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# notebooks/05_controller.ipynb, cell 772b8693
 def _discard(response: Any) -> None:
     """Read the unwanted answer to its end, so its connection can serve the next request."""
     try:

@@ -18,6 +18,15 @@ normal module. Outside a class body Python cannot tell which class a bare
 ``super()`` is in, so such a method either stays in its class's cell or says
 ``super(Owner, self)``, which the exporter writes as ``super()`` in the module.
 
+Each piece of a module is marked with the cell it came from, so a traceback
+leads back to the chapter: ``# notebooks/05_controller.ipynb, cell 3f2a9c1e``
+names the notebook and the cell's id. The id is the cell's own ``"id"`` in the
+notebook's JSON, which stays the same when cells are added, moved or deleted
+around it (a position would renumber every cell below an insertion, and every
+module below it would drift). ``python -m helpers.export --where
+helpers/controller.py:123`` turns a traceback's file and line into the cell's
+position in the chapter and the section it is under.
+
 Models: d2l's ``#@save`` and nbdev's ``#| export`` with its CI re-export step.
 """
 
@@ -27,6 +36,7 @@ import argparse
 import ast
 import builtins
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -42,6 +52,9 @@ HEADER = (
     "# {notebook}: edit the chapter's `#| export` cells,\n"
     "# not this file (tests/test_export.py fails when they disagree).\n"
 )
+MARKER = "# {notebook}, cell {cell}"
+"""The comment above each piece of a module: the notebook and the id of the cell it came from."""
+MARKER_LINE = re.compile(r"^\s*# (?P<notebook>notebooks/\S+\.ipynb), cell (?P<cell>\w+)$")
 
 
 def add_to_class(cls: type) -> Callable[[Any], Any]:
@@ -78,18 +91,32 @@ class ExportCell:
     index: int
     target: str
     code: str
+    cell_id: str = ""
 
     @property
     def where(self) -> str:
         return f"{self.notebook.name} cell {self.index}"
 
+    @property
+    def marker(self) -> str:
+        """The comment that names this cell in the module (its id; its index if it has none)."""
+        notebook = self.notebook.relative_to(self.notebook.parents[1]).as_posix()
+        return MARKER.format(notebook=notebook, cell=self.cell_id or self.index)
+
 
 @dataclass
-class _Block:
-    """A top-level piece of the module; a class block collects the methods added to it."""
+class _Piece:
+    """Text for the module and the cell it came from."""
 
     text: str
-    methods: list[str] = field(default_factory=list)
+    cell: ExportCell
+
+
+@dataclass
+class _Block(_Piece):
+    """A top-level piece of the module; a class block collects the methods added to it."""
+
+    methods: list[_Piece] = field(default_factory=list)
 
 
 def export_cells(notebook: Path) -> list[ExportCell]:
@@ -103,7 +130,7 @@ def export_cells(notebook: Path) -> list[ExportCell]:
         first, _, rest = source.partition("\n")
         if first.startswith(DIRECTIVE):
             target = first[len(DIRECTIVE) :].strip()
-            found.append(ExportCell(notebook, index, target, rest))
+            found.append(ExportCell(notebook, index, target, rest, cell.get("id", "")))
     return found
 
 
@@ -244,11 +271,11 @@ def render_module(cells: list[ExportCell]) -> str:
                 plain_from = plain_from or start
                 continue
             if plain_from:
-                blocks.append(_Block(_lines(lines, plain_from, start - 1)))
+                blocks.append(_Block(_lines(lines, plain_from, start - 1), cell))
                 plain_from = 0
             if owner is None:
                 assert isinstance(statement, ast.ClassDef)
-                classes[statement.name] = _Block(text)
+                classes[statement.name] = _Block(text, cell)
                 blocks.append(classes[statement.name])
                 continue
             if owner not in classes:
@@ -256,19 +283,36 @@ def render_module(cells: list[ExportCell]) -> str:
                     f"{cell.where}: add_to_class({owner}) but no earlier export cell of "
                     f"{cell.target} defines class {owner}"
                 )
+            assert isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef)
             if _calls_bare_super(statement):
                 raise ExportError(
                     f"{cell.where}: {statement.name} calls super() without arguments; keep "
                     f"it in {owner}'s class cell or write super({owner}, self) (the export "
                     "makes it bare again)"
                 )
-            assert isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef)
-            classes[owner].methods.append(_as_method(statement, owner, text, start))
+            method = _as_method(statement, owner, text, start)
+            classes[owner].methods.append(_Piece(method, cell))
         if plain_from:
-            blocks.append(_Block(_lines(lines, plain_from, len(lines))))
-    parts = ["\n\n".join([block.text, *block.methods]) for block in blocks]
+            blocks.append(_Block(_lines(lines, plain_from, len(lines)), cell))
     notebook = cells[0].notebook.relative_to(cells[0].notebook.parents[1])
-    return HEADER.format(notebook=notebook.as_posix()) + "\n" + "\n\n".join(parts) + "\n"
+    return HEADER.format(notebook=notebook.as_posix()) + "\n" + _marked(blocks) + "\n"
+
+
+def _marked(blocks: list[_Block]) -> str:
+    """The blocks and their methods in order, each under the marker of its cell where the
+    cell changes: the nearest marker above any line names the cell that line came from."""
+    parts: list[str] = []
+    current: ExportCell | None = None
+    for block in blocks:
+        pieces = []
+        for indent, piece in [("", block), *(("    ", method) for method in block.methods)]:
+            text = piece.text
+            if piece.cell is not current:
+                text = f"{indent}{piece.cell.marker}\n{text}"
+                current = piece.cell
+            pieces.append(text)
+        parts.append("\n\n".join(pieces))
+    return "\n\n".join(parts)
 
 
 def format_python(text: str, filename: str) -> str:
@@ -361,10 +405,11 @@ def _split_class(node: ast.ClassDef, lines: list[str], start: int) -> list[str]:
     # super(): then the class stays whole in one cell.
     if not all(functions[cut:]) or any(_calls_bare_super(s) for s in body[cut:]):
         cut = len(body)
-    previous_end = body[cut - 1].end_lineno if cut else node.lineno
+    previous_end = (body[cut - 1].end_lineno or body[cut - 1].lineno) if cut else node.lineno
     cells = ["".join(lines[start - 1 : previous_end]).strip("\n")]
     methods = body[cut:]
     for method in methods:
+        assert isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)  # all(functions[cut:])
         end = method.end_lineno or method.lineno
         chunk = lines[previous_end:end]
         first = (method.decorator_list[0].lineno if method.decorator_list else method.lineno) - 1
@@ -376,15 +421,50 @@ def _split_class(node: ast.ClassDef, lines: list[str], start: int) -> list[str]:
     return cells
 
 
+def where(module: Path, line: int, root: Path = ROOT) -> str:
+    """The cell that line ``line`` of generated ``module`` came from, as a learner finds it:
+    the notebook, the cell's position (counting every cell from 0) and id, and the heading
+    of the section it is in (JupyterLab's table of contents lists the headings)."""
+    path = module if module.is_absolute() else root / module
+    if not path.is_file():
+        raise ExportError(f"{module} is not a file")
+    lines = path.read_text().splitlines()
+    found = next((m for text in reversed(lines[:line]) if (m := MARKER_LINE.match(text))), None)
+    if found is None:
+        raise ExportError(f"{module}:{line} is under no cell marker: is it a generated module?")
+    notebook = root / found["notebook"]
+    cells = json.loads(notebook.read_text())["cells"]
+    heading = ""
+    for index, cell in enumerate(cells):
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and source.startswith("#"):
+            heading = source.splitlines()[0]
+        if cell.get("id") == found["cell"] or str(index) == found["cell"]:
+            under = f', under "{heading}"' if heading else ""
+            return f"{found['notebook']}, cell {index} (id {cell.get('id')}){under}"
+    raise ExportError(f"{found['notebook']} has no cell {found['cell']}: export again")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.export", description=__doc__)
     parser.add_argument("--check", action="store_true", help="only report modules that drifted")
     parser.add_argument("--split", metavar="MODULE", help="print MODULE cut into export cells")
+    parser.add_argument(
+        "--where", metavar="MODULE:LINE", help="the chapter cell a generated module's line is from"
+    )
     parser.add_argument("notebook", nargs="?", type=Path, help="export only this chapter")
     args = parser.parse_args(argv)
     try:
         if args.split:
             print(json.dumps(split_module(Path(args.split).read_text()), indent=1))
+            return 0
+        if args.where:
+            module, _, line = args.where.rpartition(":")
+            if not module or not line.isdigit():
+                raise ExportError(
+                    f"--where takes MODULE:LINE, e.g. helpers/store.py:42, not {args.where}"
+                )
+            print(where(Path(module), int(line)))
             return 0
         if args.check:
             stale = drifted()

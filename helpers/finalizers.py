@@ -2,6 +2,7 @@
 # notebooks/08b_shipping_the_controller.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/08b_shipping_the_controller.ipynb, cell e002fe53
 """Finalizers: clean up outside the cluster before an object may go.
 
 Counterparts: controller-runtime's ``controllerutil.AddFinalizer``,
@@ -35,6 +36,7 @@ with that cleanup.
 
 from __future__ import annotations
 
+# notebooks/08b_shipping_the_controller.ipynb, cell 42850416
 import json
 import logging
 from collections.abc import Mapping
@@ -53,6 +55,7 @@ log = logging.getLogger("helpers.finalizers")
 FINALIZER = "samplecontroller.k8s.io/external-record"
 
 
+# notebooks/08b_shipping_the_controller.ipynb, cell debe7347
 def has_finalizer(obj: Mapping[str, Any], name: str) -> bool:
     return name in ((obj.get("metadata") or {}).get("finalizers") or [])
 
@@ -73,6 +76,7 @@ def set_foo_finalizers(
     )
 
 
+# notebooks/08b_shipping_the_controller.ipynb, cell 652cb81d
 class ExternalRecords:
     """Something outside the cluster that a Foo creates: one JSON file per Foo key."""
 
@@ -93,6 +97,7 @@ class ExternalRecords:
         return sorted(p.stem.replace("__", "/") for p in self.directory.glob("*.json"))
 
 
+# notebooks/08b_shipping_the_controller.ipynb, cell 79fc759e
 class FinalizingFooController(FooController):
     """The Foo controller, plus a record outside the cluster for every Foo.
 

@@ -1,4 +1,13 @@
-"""Chapter 10's Foo CRD: the fields and the CEL rule it adds, and taking them out again.
+"""The Foo CRD as the course changes it, and taking each change out again.
+
+sample-controller's CRD (``manifests/foo-crd.yaml``) is what ``make up``
+installs. Two chapters add to it:
+
+* chapter 06b: :func:`extend_foo_status` adds ``observedGeneration`` (and
+  ``lastSyncTime``, for the runaway loop the chapter shows) to a Foo's status,
+  which sample-controller's CRD lacks; :func:`restore_foo_status` takes them out.
+* chapter 10: :func:`extend_foo_crd` adds chapter 10's fields and CEL rule, and
+  :func:`restore_foo_crd` takes out exactly what it added.
 
 A CRD is cluster-wide: a change reaches the Foos of every namespace. :func:`extend_foo_crd`
 adds ``spec.configMapRef``, ``status.observedGeneration``, ``status.conditions`` (a list
@@ -9,9 +18,9 @@ Both wait until the API server serves the change (asked with dry-run creates in 
 namespace): it takes up a new schema a moment after the CRD changes, and says so nowhere a
 client could watch.
 
-Not built by a chapter: written by hand, as chapter 06b's ``helpers.reconcile.extend_foo_status``
-is; chapter 10 uses it, and a workshop's ``python -m helpers.cluster.workshop up`` installs
-chapter 10's CRD with it (attendees may not change a CRD).
+Not built by a chapter: written by hand; chapters 06b and 10 use it, and a workshop's
+``python -m helpers.cluster.workshop up`` makes both chapters' changes with it (attendees
+may not change a CRD).
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from __future__ import annotations
 import copy
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import kubernetes
@@ -170,7 +180,7 @@ def _served(api: kubernetes.client.ApiClient, namespace: str) -> set[str]:
     custom = kubernetes.client.CustomObjectsApi(api)
     condition = {"type": "Ready", "status": "True", "reason": "Probe", "message": "",
                  "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
-    probes = {
+    probes: dict[str, dict[str, Any]] = {
         "spec.configMapRef": {"spec": {"configMapRef": {"name": "probe"}}},
         "status.observedGeneration": {"status": {"observedGeneration": 1}},
         "status.conditions": {"status": {"conditions": [condition]}},
@@ -191,3 +201,102 @@ def _served(api: kubernetes.client.ApiClient, namespace: str) -> set[str]:
                 raise
             served |= {what} if what == "rule" and err.status == 422 else set()
     return served
+
+
+# --- chapter 06b: the two status fields sample-controller's CRD lacks ------------------------
+
+STATUS_FIELDS = {
+    "observedGeneration": {"type": "integer", "format": "int64"},
+    "lastSyncTime": {"type": "string", "format": "date-time"},
+}
+
+
+def extend_foo_status(api: kubernetes.client.ApiClient, namespace: str = "default") -> None:
+    """Let a Foo's status hold ``observedGeneration`` and ``lastSyncTime`` (idempotent).
+
+    ``namespace`` is where the API server is asked (dry run) whether it serves them yet; a
+    workshop attendee passes their own, and needs no right to change the CRD once the
+    facilitator's ``python -m helpers.cluster.workshop up`` has extended it for everyone.
+    """
+    _change_status_schema(api, lambda properties: properties.update(STATUS_FIELDS), namespace)
+
+
+def restore_foo_status(api: kubernetes.client.ApiClient, namespace: str = "default") -> None:
+    """Take the fields :func:`extend_foo_status` added out again (idempotent)."""
+
+    def remove(properties: dict[str, Any]) -> None:
+        for name in STATUS_FIELDS:
+            properties.pop(name, None)
+
+    _change_status_schema(api, remove, namespace)
+
+
+def foo_status_fields(api: kubernetes.client.ApiClient) -> list[str]:
+    """The fields the Foo CRD's schema allows in a Foo's status, sorted."""
+    extensions = kubernetes.client.ApiextensionsV1Api(api)
+    crd = api.sanitize_for_serialization(extensions.read_custom_resource_definition(FOO_CRD))
+    status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    return sorted(status.get("properties") or {})
+
+
+def status_is_extended(api: kubernetes.client.ApiClient) -> bool:
+    """Does the Foo CRD's schema have the fields :func:`extend_foo_status` adds?"""
+    return set(STATUS_FIELDS) <= set(foo_status_fields(api))
+
+
+def _change_status_schema(
+    api: kubernetes.client.ApiClient,
+    change: Callable[[dict[str, Any]], None],
+    namespace: str,
+) -> None:
+    extensions = kubernetes.client.ApiextensionsV1Api(api)
+    crd = api.sanitize_for_serialization(extensions.read_custom_resource_definition(FOO_CRD))
+    before = copy.deepcopy(crd)
+    for version in crd["spec"]["versions"]:
+        status = version["schema"]["openAPIV3Schema"]["properties"]["status"]
+        change(status.setdefault("properties", {}))
+    if crd != before:
+        extensions.replace_custom_resource_definition(FOO_CRD, crd)
+    wanted = set(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+                 .get("properties", {}))  # fmt: skip
+    _wait_until_status_served(api, wanted, namespace)
+
+
+def _wait_until_status_served(
+    api: kubernetes.client.ApiClient, fields: set[str], namespace: str
+) -> None:
+    """Wait until the API server decodes Foos with the new schema (it updates its handler for
+    Foos a moment after the CRD changes, and says so nowhere we could watch: so we ask)."""
+    deadline = time.monotonic() + 30
+    while not _status_schema_knows(api, fields, namespace):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the API server did not serve Foo status fields {sorted(fields)}")
+        time.sleep(0.1)  # polling a condition nobody announces
+
+
+def _status_schema_knows(
+    api: kubernetes.client.ApiClient, fields: set[str], namespace: str
+) -> bool:
+    """Does a strict, dry-run create accept exactly these status fields (and no others)?"""
+    custom = kubernetes.client.CustomObjectsApi(api)
+    every = set(STATUS_FIELDS) | {"availableReplicas"}
+    for name in every:
+        probe = {
+            "apiVersion": "samplecontroller.k8s.io/v1alpha1",
+            "kind": "Foo",
+            "metadata": {"generateName": "schema-probe-"},
+            "status": {name: "2026-01-01T00:00:00Z" if name == "lastSyncTime" else 1},
+        }
+        try:
+            custom.create_namespaced_custom_object(
+                "samplecontroller.k8s.io", "v1alpha1", namespace, "foos", probe,
+                dry_run="All", field_validation="Strict",
+            )  # fmt: skip
+            accepted = True
+        except ApiException as err:
+            if err.status != 400:
+                raise
+            accepted = False
+        if accepted != (name in fields):
+            return False
+    return True

@@ -2,6 +2,7 @@
 # notebooks/03a_informer.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/03a_informer.ipynb, cell 027faded
 """Hold an informer's next watch back, to open a gap on purpose (a real 410, a tombstone).
 
 No client-go counterpart: a tool for failure drills (chapter 03a, its exercise

@@ -2,6 +2,7 @@
 # notebooks/03a_informer.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/03a_informer.ipynb, cell fc76d746
 """SharedInformer: one LIST+WATCH, one cache, many event handlers (notebooks/03a).
 
 client-go counterparts (v0.36.3): ``sharedIndexInformer``, ``processorListener``
@@ -67,6 +68,7 @@ from helpers.store import (
 
 log = logging.getLogger("helpers.informer")
 
+# notebooks/03a_informer.ipynb, cell 6737de5b
 MINIMUM_RESYNC_PERIOD = 1.0
 """Handlers may not ask for a resync more often than this (client-go ``minimumResyncPeriod``):
 https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L871-L871"""
@@ -103,6 +105,7 @@ class _Callbacks(NamedTuple):
     on_delete: DeleteFunc | None
 
 
+# notebooks/03a_informer.ipynb, cell 20ed835d
 # --- the FIFO between the reflector and the processing thread ---------------------
 
 
@@ -133,6 +136,7 @@ def _same_version(old: Any, new: Any) -> bool:
     return version(old) is not None and version(old) == version(new)
 
 
+# notebooks/03a_informer.ipynb, cell 3d6e109a
 def strip_managed_fields(obj: Any) -> Any:
     """Drop ``metadata.managedFields`` (server-side apply bookkeeping) from a cached object.
 
@@ -153,6 +157,7 @@ def strip_managed_fields(obj: Any) -> Any:
     return obj
 
 
+# notebooks/03a_informer.ipynb, cell 0484ae5c
 class RealFIFO:
     """An in-order queue of deltas: the reflector's sink (client-go ``RealFIFO``).
 
@@ -184,6 +189,7 @@ class RealFIFO:
         """Queue one ``SyncAll``, behind every delta already waiting."""
         self._push(Delta(SYNC_ALL, None))
 
+    # notebooks/03a_informer.ipynb, cell a209f1ea
     # The consumer's side.
 
     def __len__(self) -> int:
@@ -227,6 +233,7 @@ class RealFIFO:
             self._cond.notify_all()
 
 
+# notebooks/03a_informer.ipynb, cell 5f1c7033
 # --- "has synced", without polling ---------------------------------------------------
 
 
@@ -279,6 +286,7 @@ class SyncSignal:
                 cond.notify_all()
 
 
+# notebooks/03a_informer.ipynb, cell 3b0a0e8a
 # --- one handler: its buffer and its thread -------------------------------------------
 
 
@@ -302,6 +310,7 @@ class _Delete:
 _Notification = _Add | _Update | _Delete
 
 
+# notebooks/03a_informer.ipynb, cell ee0acc76
 class HandlerRegistration:
     """One handler on an informer: its own buffer, its own thread (client-go ``processorListener``).
 
@@ -327,6 +336,7 @@ class HandlerRegistration:
         """True once the informer synced and this handler handled every initial add."""
         return self.synced.is_set()
 
+    # notebooks/03a_informer.ipynb, cell be3b2d8a
     def __repr__(self) -> str:
         return (
             f"<HandlerRegistration {self.name} resync={self.resync_period}s "
@@ -373,6 +383,7 @@ class HandlerRegistration:
             self._cond.notify_all()
         self.synced.abandon()
 
+    # notebooks/03a_informer.ipynb, cell fea9a13f
     def _enqueue(self, notification: _Notification) -> None:
         with self._cond:
             if self._stopping:
@@ -382,6 +393,7 @@ class HandlerRegistration:
             self._buffer.append(notification)
             self._cond.notify_all()
 
+    # notebooks/03a_informer.ipynb, cell 62054a3d
     def _dispatch(self, notification: _Notification) -> None:
         on_add, on_update, on_delete = self._callbacks
         try:
@@ -404,6 +416,7 @@ class HandlerRegistration:
                 if now_synced:
                     self.synced.set()
 
+    # notebooks/03a_informer.ipynb, cell ce43e6d7
     def _run(self) -> None:
         while True:
             with self._cond:
@@ -420,6 +433,7 @@ class HandlerRegistration:
                     self._cond.notify_all()
 
 
+# notebooks/03a_informer.ipynb, cell 88133d40
 # --- the informer -------------------------------------------------------------------------
 
 
@@ -487,6 +501,7 @@ class SharedInformer:
             f"synced={self.has_synced()} handlers={len(self._handlers)}>"
         )
 
+    # notebooks/03a_informer.ipynb, cell d6da37da
     # -- what a controller asks -------------------------------------------------------
 
     def has_synced(self) -> bool:
@@ -533,6 +548,7 @@ class SharedInformer:
         with self._lock:
             self.indexer.add_indexers(indexers)
 
+    # notebooks/03a_informer.ipynb, cell 99e64388
     # -- handlers ---------------------------------------------------------------------------
 
     def add_event_handler(
@@ -588,6 +604,7 @@ class SharedInformer:
             self._syncing.discard(registration)
         registration._stop()
 
+    # notebooks/03a_informer.ipynb, cell 711f1761
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -667,6 +684,7 @@ class SharedInformer:
                     self._resync()
             del delta  # before waiting: a ReplacedAll delta holds every object, idle or not
 
+    # notebooks/03a_informer.ipynb, cell 4805d7f0
     def _replay_to(self, registration: HandlerRegistration) -> None:
         """The whole cache, as adds; under the lock, so live events queue up behind."""
         registration._start()
@@ -675,6 +693,7 @@ class SharedInformer:
         if self.synced.is_set():  # otherwise the informer's first list will say so
             registration._mark_upstream_synced()
 
+    # notebooks/03a_informer.ipynb, cell c9a68d26
     def _apply(self, delta: Delta) -> None:
         """The cache first, then the handlers (client-go ``processDeltas``)."""
         if delta.type == REPLACED_ALL:
@@ -697,6 +716,7 @@ class SharedInformer:
             self.indexer.update(obj)
             self._distribute(_Update(old, obj), sync=_same_version(old, obj))
 
+    # notebooks/03a_informer.ipynb, cell 5fabfef6
     def _replace_all(self, items: list[Any], resource_version: str) -> None:
         initial = not self.synced.is_set()
         before = {key: self.indexer.get_by_key(key) for key in self.indexer.list_keys()}
@@ -724,12 +744,14 @@ class SharedInformer:
                 "informer %s: synced %d objects at %s", self.name, len(items), resource_version
             )
 
+    # notebooks/03a_informer.ipynb, cell a09ffc18
     def _distribute(self, notification: _Notification, sync: bool = False) -> None:
         """To every handler; a sync (same resourceVersion) only to those whose resync is due."""
         for registration in self._handlers:
             if not sync or registration in self._syncing:
                 registration._enqueue(notification)
 
+    # notebooks/03a_informer.ipynb, cell a0e3fbdf
     def _watching(self, watching: bool) -> None:
         """A watch phase began (just after a LIST) or ended: set or clear the resync deadline."""
         with self._lock:
@@ -739,6 +761,7 @@ class SharedInformer:
                 self._next_check = None
         self.fifo.wake()  # the processing thread may be waiting with the old deadline
 
+    # notebooks/03a_informer.ipynb, cell 7d8c9661
     def _resync(self) -> None:
         """The deadline passed: mark the handlers due, and queue a ``SyncAll`` behind what waits.
 
@@ -757,6 +780,7 @@ class SharedInformer:
             self.fifo.resync()
         self._next_check = now + self._check_period
 
+    # notebooks/03a_informer.ipynb, cell 26780410
     def _resolve_resync_period(self, requested: float | None, name: str) -> float:
         """client-go ``AddEventHandlerWithOptions``'s rules (call with the lock held):
         https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L877-L942
@@ -785,6 +809,7 @@ class SharedInformer:
         return period
 
 
+# notebooks/03a_informer.ipynb, cell 6cb98035
 # --- waiting for caches ---------------------------------------------------------------------
 
 
@@ -839,6 +864,7 @@ def _signal_of(item: Syncable) -> SyncSignal:
     )
 
 
+# notebooks/03a_informer.ipynb, cell a0e3fbdf
 # -- resync: only while the reflector watches ----------------------------------------------
 
 
@@ -863,6 +889,7 @@ class _InformerReflector(Reflector):
             self._on_watching(False)
 
 
+# notebooks/03a_informer.ipynb, cell 26780410
 def _determine_resync_period(desired: float, check: float, name: str) -> float:
     """client-go ``determineResyncPeriod``: 0 stays 0; never below the check period:
     https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/shared_informer.go#L856-L869

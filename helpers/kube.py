@@ -32,8 +32,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeConfigMerger
 
 from .apierrors import explain
-from .cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
 from .errors import CourseError
+from .home import DEFAULT_CLUSTER_NAME, CourseHome
 
 __all__ = [
     "Kubeconfig",

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import NoReturn, TypeGuard
 
 # Operator spellings as they appear in a selector string.
 EQUALS = "="
@@ -171,7 +171,7 @@ class _Parser:
         )
 
     @staticmethod
-    def is_ident(tok: str | None) -> bool:
+    def is_ident(tok: str | None) -> TypeGuard[str]:
         return tok is not None and tok not in _SYMBOLS
 
     def found(self) -> str:

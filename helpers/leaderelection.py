@@ -2,6 +2,7 @@
 # notebooks/08_leader_election.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/08_leader_election.ipynb, cell c5d52b9f
 """Leader election on a Lease: only one copy of the controller works at a time.
 
 client-go counterpart: ``tools/leaderelection`` (``LeaderElector``,
@@ -60,6 +61,7 @@ How this differs from client-go:
 
 from __future__ import annotations
 
+# notebooks/08_leader_election.ipynb, cell 35f71a36
 import json
 import logging
 import random
@@ -75,6 +77,7 @@ from kubernetes.client.exceptions import ApiException
 from helpers.apierrors import explain
 from helpers.clock import Clock, RealClock, StopEvent
 
+# notebooks/08_leader_election.ipynb, cell 283f1a09
 log = logging.getLogger("helpers.leaderelection")
 
 # The usual durations. client-go's leaderelection has no defaults (NewLeaderElector refuses a
@@ -96,6 +99,7 @@ RELEASED_LEASE_SECONDS = 1
 REQUEST_TIMEOUT = 10.0
 
 
+# notebooks/08_leader_election.ipynb, cell a897682f
 @dataclass(frozen=True)
 class LeaderElectionRecord:
     """What a Lease's spec says about its holder (client-go ``LeaderElectionRecord``).
@@ -131,12 +135,14 @@ class LeaderElectionRecord:
         }
 
 
+# notebooks/08_leader_election.ipynb, cell 51cb5174
 def micro_time(moment: datetime | None = None) -> str:
     """A ``metav1.MicroTime``: RFC 3339 in UTC with microseconds."""
     moment = moment or datetime.now(UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+# notebooks/08_leader_election.ipynb, cell 4cdd0524
 # --- the lock: one Lease object -------------------------------------------------------------
 
 
@@ -189,6 +195,7 @@ def _leases(namespace: str) -> str:
     return f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 
 
+# notebooks/08_leader_election.ipynb, cell 8ed7ba52
 class LeaseLock:
     """The Lease ``namespace/name`` as a lock for ``identity`` (client-go ``LeaseLock``).
 
@@ -220,6 +227,7 @@ class LeaseLock:
         self._lease = self.client.read(self.namespace, self.name, timeout)
         return LeaderElectionRecord.from_lease_spec(self._lease.get("spec"))
 
+    # notebooks/08_leader_election.ipynb, cell c022463d
     def create(self, record: LeaderElectionRecord, timeout: float = REQUEST_TIMEOUT) -> None:
         """Create the Lease holding ``record``; 409 AlreadyExists if someone was faster."""
         lease = {
@@ -238,6 +246,7 @@ class LeaseLock:
         self._lease = self.client.replace(self.namespace, lease, timeout)
 
 
+# notebooks/08_leader_election.ipynb, cell 32d8b61e
 class ResourceLock(Protocol):
     """What the elector needs from a lock (client-go ``resourcelock.Interface``)."""
 
@@ -252,6 +261,7 @@ class ResourceLock(Protocol):
     def update(self, record: LeaderElectionRecord, timeout: float = ...) -> None: ...
 
 
+# notebooks/08_leader_election.ipynb, cell 7b3e3e7b
 # --- the elector ------------------------------------------------------------------------------
 
 
@@ -271,6 +281,7 @@ class LeaderCallbacks:
     on_new_leader: Callable[[str], None] | None = None
 
 
+# notebooks/08_leader_election.ipynb, cell c0f68987
 def jittered(duration: float, max_factor: float, rng: random.Random) -> float:
     """``duration`` plus up to ``max_factor`` times as much again (client-go ``wait.Jitter``)."""
     if max_factor <= 0.0:
@@ -278,6 +289,7 @@ def jittered(duration: float, max_factor: float, rng: random.Random) -> float:
     return duration + rng.random() * max_factor * duration
 
 
+# notebooks/08_leader_election.ipynb, cell 81b7be30
 class LeaderElector:
     """Campaign for a lock, keep it while alive, give it up when told (client-go ``LeaderElector``).
 
@@ -318,6 +330,7 @@ class LeaderElector:
         self.observed_time = float("-inf")
         self._reported_leader: str | None = None
 
+    # notebooks/08_leader_election.ipynb, cell e9909e61
     # -- what others ask ---------------------------------------------------------------------
 
     def is_leader(self) -> bool:
@@ -342,6 +355,7 @@ class LeaderElector:
             return f"failed election to renew leadership on lease {self.name}"
         return None
 
+    # notebooks/08_leader_election.ipynb, cell e62a38f8
     def run(self, stop: StopEvent) -> None:
         """Acquire, then renew until ``stop`` or a failed renewal; then stop leading.
 
@@ -371,6 +385,7 @@ class LeaderElector:
             self._sleep(jittered(self.retry_period, JITTER_FACTOR, self.rng), stop)
         return False
 
+    # notebooks/08_leader_election.ipynb, cell 2563ef1e
     def _renew_before(self, deadline: float, stop: StopEvent) -> bool:
         """client-go's ``PollUntilContextTimeout`` around ``tryAcquireOrRenew``."""
         while not stop.is_set():
@@ -382,6 +397,7 @@ class LeaderElector:
             self._sleep(min(self.retry_period, max(0.0, deadline - self.clock.now())), stop)
         return False
 
+    # notebooks/08_leader_election.ipynb, cell b489204e
     def release(self) -> bool:
         """Give the lock up, if we hold it: empty holder, 1 s lease (client-go ``release``).
 
@@ -417,6 +433,7 @@ class LeaderElector:
             return True
         return False
 
+    # notebooks/08_leader_election.ipynb, cell 359fceee
     def _record_now(self) -> LeaderElectionRecord:
         """The record we want: us, our lease duration, acquired and renewed now."""
         now = micro_time()
@@ -438,6 +455,7 @@ class LeaderElector:
             leader_transitions=previous.leader_transitions,
         )
 
+    # notebooks/08_leader_election.ipynb, cell 1a74cf14
     def _write(
         self,
         record: LeaderElectionRecord,
@@ -459,6 +477,7 @@ class LeaderElector:
         self._observe(record)
         return True
 
+    # notebooks/08_leader_election.ipynb, cell 1cca05ff
     def maybe_report_transition(self) -> None:
         """Call ``on_new_leader`` if the holder we observe changed since we last reported."""
         holder = self.observed_record.holder_identity
@@ -484,6 +503,7 @@ class LeaderElector:
         with stop.condition:
             self.clock.wait_until(stop.condition, stop.is_set, self.clock.now() + seconds)
 
+    # notebooks/08_leader_election.ipynb, cell ea65067a
     def try_acquire_or_renew(self, timeout: float) -> bool:
         """One attempt to take or keep the lock (client-go ``tryAcquireOrRenew``).
 
@@ -523,6 +543,7 @@ class LeaderElector:
         taken = replace(wanted, leader_transitions=current.leader_transitions + 1)
         return self._write(taken, deadline - self.clock.now())
 
+    # notebooks/08_leader_election.ipynb, cell ec43c16c
     def renew(self, stop: StopEvent) -> None:
         """Renew every ``retry_period`` until ``stop``, or until a round misses its deadline.
 
@@ -548,6 +569,7 @@ class LeaderElector:
             self.release()
 
 
+# notebooks/08_leader_election.ipynb, cell 02371a76
 _REQUEST_ERRORS = (ApiException, urllib3.exceptions.HTTPError, OSError)
 """What a Lease request can raise: an error answer, or no answer (refused, reset, timed out)."""
 

@@ -2,6 +2,7 @@
 # notebooks/10_controllers_today.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/10_controllers_today.ipynb, cell 3506458d
 """Leaner informer caches: metadata only, and what a cache holds, measured (notebooks/10).
 
 :class:`MetadataListWatch` asks for ``PartialObjectMetadata`` in the ``Accept`` header, as

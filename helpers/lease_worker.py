@@ -2,6 +2,7 @@
 # notebooks/08_leader_election.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/08_leader_election.ipynb, cell 7408961a
 """A leader-elected worker that writes while it leads: chapter 08's look at fencing.
 
 Run as ``python -m helpers.lease_worker --namespace NS --identity NAME``. It
@@ -41,6 +42,7 @@ LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 4.0, 3.0, 1.0
 WRITE_EVERY = 0.2
 
 
+# notebooks/08_leader_election.ipynb, cell 3e4e8744
 def work(core: kubernetes.client.CoreV1Api, namespace: str, me: str, leading: StopEvent) -> None:
     """While we lead (until `leading` is set): merge {me: count} into ConfigMap `work`."""
     count = 0
@@ -54,6 +56,7 @@ def work(core: kubernetes.client.CoreV1Api, namespace: str, me: str, leading: St
         log.info("wrote %s=%d (monotonic %.6f)", me, count, time.monotonic())
 
 
+# notebooks/08_leader_election.ipynb, cell 0c1c8c6d
 def main(argv: Sequence[str] | None = None) -> int:
     """Campaign for Lease `work`; while leading, work; exit 1 when leadership ends."""
     parser = argparse.ArgumentParser(prog="lease-worker", description=__doc__)

@@ -2,6 +2,7 @@
 # notebooks/03b_indexer_and_lister.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/03b_indexer_and_lister.ipynb, cell 9de13c2b
 """Listers: read-only, typed-feeling views of an informer's cache.
 
 A controller reads through a lister instead of calling the API server: the
@@ -43,6 +44,7 @@ from helpers.store import (
 log = logging.getLogger("helpers.lister")
 
 
+# notebooks/03b_indexer_and_lister.ipynb, cell e5a5575f
 @dataclass(frozen=True)
 class GroupResource:
     """A resource within an API group (apimachinery ``schema.GroupResource``:
@@ -105,6 +107,7 @@ def is_not_found(err: BaseException) -> bool:
     return getattr(err, "status", None) == 404
 
 
+# notebooks/03b_indexer_and_lister.ipynb, cell c2ee3727
 def list_all(indexer: Indexer, selector: SelectorLike = None) -> list[Any]:
     """Every cached object whose labels match (client-go ``ListAll``,
     https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/listers.go#L34-L56)."""
@@ -139,6 +142,7 @@ def _labels(obj: Any) -> dict[str, str]:
     return obj.get("metadata", {}).get("labels") or {}
 
 
+# notebooks/03b_indexer_and_lister.ipynb, cell e09f1e99
 class Lister:
     """Lists and gets one resource from an indexer (lister-gen's ``FooLister``, here
     sample-controller's: https://github.com/kubernetes/sample-controller/blob/v0.36.3/pkg/generated/listers/samplecontroller/v1alpha1/foo.go#L30-L37).
@@ -169,6 +173,7 @@ class Lister:
         return NamespaceLister(self._indexer, self._resource, namespace)
 
 
+# notebooks/03b_indexer_and_lister.ipynb, cell c7deb4c3
 class NamespaceLister:
     """Lists and gets one resource within one namespace (lister-gen's ``FooNamespaceLister``:
     https://github.com/kubernetes/sample-controller/blob/v0.36.3/pkg/generated/listers/samplecontroller/v1alpha1/foo.go#L56-L64).
@@ -197,6 +202,7 @@ def _get(indexer: Indexer, resource: GroupResource, key: str, name: str) -> Any:
     return obj
 
 
+# notebooks/03b_indexer_and_lister.ipynb, cell 0306f683
 # --- catching a change to the cache (client-go's cache mutation detector) -----------------
 
 
@@ -231,6 +237,7 @@ class MutationDetector:
             if kept is None or kept[0] is not obj:  # a resync hands out the same object again
                 self._kept[key] = (obj, copy.deepcopy(obj))
 
+    # notebooks/03b_indexer_and_lister.ipynb, cell bd0a622d
     def changed(self) -> list[str]:
         """Each cached object that differs from its copy: its key, and what changed."""
         with self._lock:
@@ -245,6 +252,7 @@ class MutationDetector:
             raise CacheMutationError(f"cache modified: {'; '.join(changed)}")
 
 
+# notebooks/03b_indexer_and_lister.ipynb, cell 7ace189d
 def _difference(before: Any, after: Any, path: str = "") -> str:
     """Where ``after`` first differs from ``before``: "metadata.labels.colour: 'red' -> 'blue'"."""
     if isinstance(before, dict) and isinstance(after, dict):

@@ -2,6 +2,7 @@
 # notebooks/01_list_and_watch.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/01_list_and_watch.ipynb, cell b63a003c
 """LIST and WATCH one collection, as raw JSON.
 
 client-go counterpart: ``tools/cache/listwatch.go`` (``ListWatch``,
@@ -16,6 +17,8 @@ makes them errors), ``WatchStream`` raises them.
 Why raw JSON: the official client's typed models cost about ten times more
 than ``json.loads`` to build, and an informer decodes every object of a
 collection on every re-list. The cache holds the dicts the API server sent.
+This module moves the bytes; decoding a LIST, item by item as it arrives, is
+:mod:`helpers.decode`'s job (:func:`~helpers.decode.decode_list`).
 
 A watch is one long HTTP response with one JSON event per line. Three things
 matter, and are why this module exists instead of ``kubernetes.watch.Watch``:
@@ -34,19 +37,20 @@ matter, and are why this module exists instead of ``kubernetes.watch.Watch``:
 
 from __future__ import annotations
 
-import codecs
+import builtins  # inside ListWatch `list` names its method: the type is builtins.list
 import contextlib
 import json
 import re
-import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import kubernetes
 import urllib3
 from kubernetes.client.exceptions import ApiException
+
+from helpers.decode import Transform, decode_list
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for the TCP/TLS connection to the API server."""
@@ -62,18 +66,13 @@ silent well past that is dead. Bookmarks usually arrive every minute or so and
 make dead connections show sooner, but not every resource gets them.
 """
 
-MAX_SHARED_VALUE = 128
-"""Label and annotation values up to this long are interned (shared between objects)."""
-
 _PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
     r"(?:/namespaces/(?P<namespace>[^/]+))?/(?P<resource>[^/]+)$"
 )
 
 
-Transform = Callable[[Any], Any]
-
-
+# notebooks/01_list_and_watch.ipynb, cell fec0e3dc
 class ListerWatcher(Protocol):
     """What a reflector needs from its source (client-go ``ListerWatcher``)."""
 
@@ -104,6 +103,7 @@ class EventStream(Protocol):
     def close(self) -> None: ...
 
 
+# notebooks/01_list_and_watch.ipynb, cell cbcb53e2
 # --- errors -------------------------------------------------------------------
 
 
@@ -145,6 +145,7 @@ def error_from_status(status_object: dict[str, Any]) -> WatchError:
     return WatchError(status_object)
 
 
+# notebooks/01_list_and_watch.ipynb, cell 527861f6
 # --- the collection -------------------------------------------------------------
 
 
@@ -178,6 +179,7 @@ class Collection:
         return f"{what} {where}"
 
 
+# notebooks/01_list_and_watch.ipynb, cell 0cdd062d
 # --- LIST and WATCH -------------------------------------------------------------------
 
 
@@ -216,6 +218,7 @@ class ListWatch:
             extra += f", field_selector={self.field_selector!r}"
         return f"ListWatch({self.path!r}{extra})"
 
+    # notebooks/01_list_and_watch.ipynb, cell 13ee0382
     def list(
         self,
         resource_version: str | None = None,
@@ -226,7 +229,7 @@ class ListWatch:
         """One LIST request; returns the list as the API server sent it (a dict).
 
         ``transform`` runs on each item as soon as it is decoded (see
-        :func:`decode_list`).
+        :func:`helpers.decode.decode_list`).
 
         ``resource_version=None`` leaves the parameter out: a consistent read,
         like ``""`` (the newest state; since Kubernetes 1.34 the watch cache
@@ -251,6 +254,7 @@ class ListWatch:
         response.release_conn()
         return listed
 
+    # notebooks/01_list_and_watch.ipynb, cell 12a8c3e2
     def watch(
         self,
         resource_version: str,
@@ -278,7 +282,8 @@ class ListWatch:
         response = self._get(query, (self.connect_timeout, read_timeout))
         return WatchStream(response, description=f"watch of {self.collection}")
 
-    def _selectors(self) -> list[tuple[str, str]]:
+    # notebooks/01_list_and_watch.ipynb, cell 65eff4f7
+    def _selectors(self) -> builtins.list[tuple[str, str]]:
         query = []
         if self.label_selector:
             query.append(("labelSelector", self.label_selector))
@@ -287,7 +292,7 @@ class ListWatch:
         return query
 
     def _get(
-        self, query: list[tuple[str, str]], timeout: tuple[float, float]
+        self, query: builtins.list[tuple[str, str]], timeout: tuple[float, float]
     ) -> urllib3.HTTPResponse:
         # _preload_content=False: the client hands back the urllib3 response
         # unread, so we decode JSON ourselves (no typed models) and can stream.
@@ -304,195 +309,7 @@ class ListWatch:
         )
 
 
-class Readable(Protocol):
-    """What ``decode_list`` reads a response through: urllib3's ``HTTPResponse`` has it."""
-
-    def read(self, amt: int) -> bytes: ...
-
-
-def decode_list(
-    source: bytes | str | Readable, transform: Transform | None = None
-) -> dict[str, Any]:
-    """Decode a LIST response one item at a time, as it arrives, transforming each item.
-
-    Why not ``json.loads``: a list of 10,000 objects becomes 10,000 dicts at
-    once, and trimming them afterwards (say, dropping managedFields) leaves the
-    freed memory scattered between the kept objects, where Python cannot give
-    it back. Decoding item by item lets each trimmed item's garbage be reused
-    by the next. Measured on 10,000 ConfigMaps: 2.6 kB of resident memory per
-    object instead of 4.6 kB, and twice as fast (benchmarks/RESULTS.md).
-
-    ``source`` may be the response itself (anything with ``read(n)``). Then
-    decoding starts with the first chunk, while the API server is still
-    sending the rest, instead of after the last byte; and the whole body never
-    sits in memory twice (as bytes and as text). Measured on 10,000 ConfigMaps
-    on a quiet 2-core machine: the list took 0.13-0.24 s instead of 0.24-0.35 s.
-
-    ``json.loads`` shares one string per distinct key across a whole document;
-    decoding items separately would not, so each kept item's keys are interned
-    (after ``transform``, so that dropped parts cost nothing), and so are the
-    values that repeat across objects: the namespace, the creation time (to the
-    second), labels and annotations. On 10,000 ConfigMaps that is 1.6 kB of
-    decoded item instead of 2.3 kB, for about 25% more decoding time.
-    """
-    text = _Text(source)
-    text.skip()
-    if text.peek() != "{":
-        return json.loads(text.rest())  # not an object: let json report what it is
-    result: dict[str, Any] = {}
-    text.step()
-    while text.peek() != "}":
-        key = text.value()
-        text.skip()
-        text.step()  # the ':'
-        if key == "items" and text.peek() == "[":
-            items = []
-            text.step()
-            while text.peek() != "]":
-                item = text.value()
-                items.append(share_strings(transform(item) if transform is not None else item))
-                text.skip(",")
-            text.step()
-            result[key] = items
-        else:
-            result[key] = text.value()
-        text.skip(",")
-    text.step()
-    text.end()
-    return result
-
-
-class _Text:
-    """A JSON document's text, read from the response chunk by chunk as decoding needs it.
-
-    ``index`` is where decoding stands. Only the text from ``index`` on is kept:
-    each new chunk is appended to what is left of the last one.
-    """
-
-    CHUNK = 64 * 1024
-
-    def __init__(self, source: bytes | str | Readable) -> None:
-        self._read: Callable[[int], bytes] | None = None
-        if isinstance(source, bytes | bytearray):
-            self.text = source.decode()
-        elif isinstance(source, str):
-            self.text = source
-        else:
-            self._read = source.read
-            self._utf8 = codecs.getincrementaldecoder("utf-8")()
-            self.text = ""
-        self.index = 0
-        self._decoder = json.JSONDecoder()
-
-    def _more(self) -> bool:
-        """Read the next chunk; False once the response has ended.
-
-        Asks for at least as much as is waiting undecoded, so an item larger
-        than a chunk is retried a few times (doubling), not once per chunk.
-        """
-        if self._read is None:
-            return False
-        chunk = self._read(max(self.CHUNK, len(self.text) - self.index))
-        rest, self.index = self.text[self.index :], 0
-        if not chunk:
-            self._read = None
-            self.text = rest + self._utf8.decode(b"", final=True)
-            return False
-        self.text = rest + self._utf8.decode(chunk)
-        return True
-
-    def peek(self) -> str:
-        """The next character, reading more if needed."""
-        while self.index >= len(self.text):
-            if not self._more():
-                raise json.JSONDecodeError(
-                    "the response ended before the list did", self.text, self.index
-                )
-        return self.text[self.index]
-
-    def step(self) -> None:
-        """Past the character ``peek`` returned, and any whitespace after it."""
-        self.index += 1
-        self.skip()
-
-    def skip(self, also: str = "") -> None:
-        """Past whitespace (and the characters in ``also``)."""
-        while True:
-            text, index = self.text, self.index
-            while index < len(text) and (text[index] in " \t\r\n" or text[index] in also):
-                index += 1
-            self.index = index
-            if index < len(text) or not self._more():
-                return
-
-    def value(self) -> Any:
-        """The next JSON value, reading more while the text ends inside it."""
-        while True:
-            try:
-                value, end = self._decoder.raw_decode(self.text, self.index)
-            except json.JSONDecodeError:
-                if self._more():
-                    continue
-                raise
-            # A number that ends where the text ends may go on in the next chunk.
-            if end < len(self.text) or not isinstance(value, int | float) or not self._more():
-                self.index = end
-                return value
-
-    def rest(self) -> str:
-        """Everything from ``index`` to the end of the response."""
-        while self._more():
-            pass
-        return self.text[self.index :]
-
-    def end(self) -> None:
-        """Read to the end of the response; only whitespace may follow the list."""
-        self.skip()
-        if self.index < len(self.text):
-            raise json.JSONDecodeError("Extra data", self.text, self.index)
-
-
-def share_strings(item: Any) -> Any:
-    """``item`` with every key interned, and the values that repeat across objects: its kind
-    and apiVersion, and in its metadata the namespace, creation time, labels and annotations.
-
-    For anything a cache keeps: the items of a LIST (``decode_list``) and the
-    objects of ADDED and MODIFIED watch events (the reflector), each decoded on
-    its own. Without it, every object a watch replaced would hold its own copy
-    of every key, and a cache grows with each update it takes.
-    """
-    item = _intern_keys(item)
-    if not isinstance(item, dict):
-        return item
-    # A watch's objects carry kind and apiVersion, and so do the LIST items of custom resources;
-    # those of built-in types served as JSON do not.
-    for field in ("kind", "apiVersion"):
-        if isinstance(item.get(field), str):
-            item[field] = sys.intern(item[field])
-    metadata = item.get("metadata")
-    if isinstance(metadata, dict):
-        for field in ("namespace", "creationTimestamp"):  # timestamps are to the second
-            if isinstance(metadata.get(field), str):
-                metadata[field] = sys.intern(metadata[field])
-        for field in ("labels", "annotations"):
-            values = metadata.get(field)
-            if isinstance(values, dict):
-                for key, value in values.items():
-                    if isinstance(value, str) and len(value) <= MAX_SHARED_VALUE:
-                        values[key] = sys.intern(value)
-    return item
-
-
-def _intern_keys(value: Any) -> Any:
-    # Strings, most of the leaves, are kept without a call: this runs on every
-    # item of every LIST, and those calls were a third of its time.
-    if isinstance(value, dict):
-        return {sys.intern(k): v if type(v) is str else _intern_keys(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [v if type(v) is str else _intern_keys(v) for v in value]
-    return value
-
-
+# notebooks/01_list_and_watch.ipynb, cell cacc4278
 class WatchStream:
     """The events of one watch response, read line by line as they arrive.
 
@@ -547,6 +364,7 @@ class WatchStream:
         """True once ``close()`` was called or the stream ended."""
         return self._close_requested or self._released
 
+    # notebooks/01_list_and_watch.ipynb, cell 74388560
     def close(self) -> None:
         """Stop the stream; a reader blocked in another thread returns promptly."""
         with self._lock:

@@ -1,8 +1,8 @@
 """Chapter 06a's playground: sliders for a running Foo controller, and its timeline, live.
 
 No client-go counterpart: a toy for a learner in JupyterLab. :class:`Playground`
-starts a :class:`helpers.reconcile.Bench`'s controller on six Foos of its own
-(``play-0`` to ``play-5``) with :class:`~helpers.reconcile.FlakyClients`, and
+starts a :class:`helpers.reconcile_bench.Bench`'s controller on six Foos of its own
+(``play-0`` to ``play-5``) with :class:`~helpers.faults.clients.FlakyClients`, and
 shows three sliders (workers, "fail 1 in N" writes, latency per write), a button
 that changes all six Foos at once, and the timeline of the last 12 seconds.
 Moving the workers slider restarts the controller; the other two change the
@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers.reconcile import Bench, Foos
-from helpers.timeline import ReconcileTimeline
+from helpers.foos import Foos
+from helpers.reconcile_bench import Bench
+from helpers.timeline_plot import ReconcileTimeline
 
 NAMES = tuple(f"play-{n}" for n in range(6))
 LABELS = {"group": "play"}

@@ -2,6 +2,7 @@
 # notebooks/08a_controller_as_a_program.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 98aace42
 """The Foo controller as a program: flags, connection, leader election, signals, exit codes.
 
 Counterpart: sample-controller's ``main.go`` (``--kubeconfig``, ``--master``,
@@ -14,8 +15,8 @@ script).
 
 The life of the process:
 
-1. Parse flags; connect (``--kubeconfig``/``--master``, or the Pod's service
-   account when run in a cluster); check that the Foo API is served and that
+1. Parse flags; connect (a kubeconfig found as controller-runtime finds one,
+   or the Pod's service account when run in a cluster); check that the Foo API is served and that
    we have every permission we need. Any problem: one ``error:`` line, one
    ``next step:`` line, exit code 2.
 2. Serve ``/metrics`` and ``/healthz``/``/readyz``; start the informers (a
@@ -44,6 +45,7 @@ clean standby.
 
 from __future__ import annotations
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 0c96aa7f
 import argparse
 import logging
 import os
@@ -83,7 +85,9 @@ from helpers.leaderelection import (
     LeaseLock,
 )
 from helpers.throttle import DEFAULT_BURST, DEFAULT_QPS, Throttle, throttle_per_group
+from helpers.workqueue.metrics import QueueMetrics
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 5249d0a5
 log = logging.getLogger("helpers.program")
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -95,6 +99,7 @@ controller-manager's ``--leader-elect`` healthz adaptor)."""
 # Where the kubelet puts a Pod's token, the cluster's CA and the Pod's namespace.
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 467bda65
 # --- flags ----------------------------------------------------------------------------------
 
 
@@ -104,9 +109,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="foo-controller",
         description="Keep a Deployment for every Foo (kubernetes/sample-controller, in Python).",
     )
-    connection = parser.add_argument_group("connection (default: $KUBECONFIG, or in a Pod its "
-                                           "service account)")  # fmt: skip
-    connection.add_argument("--kubeconfig", help="path to a kubeconfig")
+    connection = parser.add_argument_group("connection (default: $KUBECONFIG, else in a Pod its "
+                                           "service account, else ~/.kube/config)")  # fmt: skip
+    connection.add_argument("--kubeconfig", help="path to a kubeconfig (wins over the rest)")
     connection.add_argument("--context", help="kubeconfig context (default: the current one)")
     connection.add_argument("--master", help="API server URL; overrides the kubeconfig's")
     connection.add_argument("--kube-api-qps", type=_positive_float, default=DEFAULT_QPS,
@@ -192,6 +197,7 @@ def configure_logging(verbosity: int, level: str | None) -> None:
     )
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell af31c0b1
 # --- connecting -----------------------------------------------------------------------------
 
 
@@ -200,6 +206,25 @@ def in_cluster() -> bool:
     return bool(
         os.environ.get("KUBERNETES_SERVICE_HOST") and os.environ.get("KUBERNETES_SERVICE_PORT")
     )
+
+
+def kubeconfig_files(options: argparse.Namespace) -> list[Path]:
+    """The kubeconfig files to read, found as controller-runtime's ``GetConfig`` finds them
+    (``loadConfig``:
+    https://github.com/kubernetes-sigs/controller-runtime/blob/v0.24.1/pkg/client/config/config.go#L115-L155):
+    ``--kubeconfig``; else every file ``$KUBECONFIG`` lists (merged as kubectl merges them);
+    else, in a Pod, none: its service account (:func:`load_in_cluster`); else
+    ``~/.kube/config``. A ``--context`` or ``--master`` asks for a kubeconfig even in a Pod.
+    Never the course's own kubeconfig by itself: whoever starts the program names it.
+    """
+    if options.kubeconfig:
+        return [Path(options.kubeconfig).expanduser()]
+    listed = [part for part in os.environ.get("KUBECONFIG", "").split(os.pathsep) if part]
+    if listed:
+        return [Path(part).expanduser() for part in listed]
+    if in_cluster() and not (options.context or options.master):
+        return []
+    return [Path.home() / ".kube" / "config"]
 
 
 def load_in_cluster(configuration: kubernetes.client.Configuration, account: Path) -> str:
@@ -227,6 +252,7 @@ def default_lease_namespace(options: argparse.Namespace, account: Path = SERVICE
     return options.namespace or "default"
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell db6e64f4
 def connect(
     options: argparse.Namespace, account: Path = SERVICE_ACCOUNT
 ) -> kubernetes.client.ApiClient:
@@ -240,27 +266,26 @@ def connect_paced(
     """An API client from the flags, and its buckets (client-go ``BuildConfigFromFlags``:
     https://github.com/kubernetes/client-go/blob/v0.36.3/tools/clientcmd/client_config.go#L680-L694).
 
-    No ``--kubeconfig``, ``--context`` or ``--master`` and running in a Pod: the
-    service account's token and CA (``account``). Otherwise the kubeconfig
-    (``--kubeconfig``, else ``$KUBECONFIG``, else ``~/.kube/config``), with the
-    server replaced by ``--master`` if given. The client is paced with a token
-    bucket per API group; the buckets (filled in as groups are first used) are
-    returned for the metrics.
+    The kubeconfig :func:`kubeconfig_files` finds, with the server replaced by
+    ``--master`` if given; none found in a Pod: the service account's token and CA
+    (``account``). The client is paced with a token bucket per API group; the
+    buckets (filled in as groups are first used) are returned for the metrics.
     """
     configuration = kubernetes.client.Configuration()
-    if in_cluster() and not (options.kubeconfig or options.context or options.master):
+    files = kubeconfig_files(options)
+    if not files:
         context, server = "in-cluster", load_in_cluster(configuration, account)
     else:
-        path = Path(options.kubeconfig).expanduser() if options.kubeconfig else None
-        path = path or kube.default_kubeconfig()
-        context, server = kube.describe_context(path, options.context)
+        config = kube.Kubeconfig(files)
+        entry = config.context(options.context)
+        context, server = str(entry.value["name"]), config.server(entry)
         try:
-            kubernetes.config.load_kube_config(
-                config_file=str(path), context=context, client_configuration=configuration
+            kubernetes.config.load_kube_config_from_dict(
+                config.standalone(context), context=context, client_configuration=configuration
             )
         except Exception as exc:  # the loader raises many types for one cause: a bad file
             raise CourseError(
-                f"The kubeconfig at {path} cannot be used for context '{context}': {exc}",
+                f"The kubeconfig at {config.label} cannot be used for context '{context}': {exc}",
                 "fix the file, or point --kubeconfig at another one.",
             ) from exc
         if options.master:
@@ -273,6 +298,7 @@ def connect_paced(
     return api, buckets
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 4a3c8432
 # --- the process ----------------------------------------------------------------------------
 
 
@@ -295,6 +321,7 @@ def exit_now(code: int) -> None:
     os._exit(code)
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 17b35614
 class ControllerProcess:
     """One running controller: informers, workers, metrics, probes and (maybe) an elector.
 
@@ -319,7 +346,9 @@ class ControllerProcess:
         self.metrics = ControllerMetrics("foo")
         self.controller = controller_class.new(api, namespace=options.namespace or None)
         self.controller.metrics = self.metrics
-        self.metrics.watch_queue(self.controller.workqueue.metrics)
+        queue_metrics = self.controller.workqueue.metrics
+        assert isinstance(queue_metrics, QueueMetrics)  # a named queue's (chapter 05 names it)
+        self.metrics.watch_queue(queue_metrics)
         if throttles is not None:
             self.metrics.watch_throttles(throttles)
         clients = self.controller.clients
@@ -340,6 +369,7 @@ class ControllerProcess:
         self._elector_stop = StopEvent()
         self._elector_thread: threading.Thread | None = None
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell 8e700c42
     def _elector(self) -> LeaderElector:
         options = self.options
         identity = options.leader_elect_identity or f"{socket.gethostname()}_{uuid.uuid4()}"
@@ -362,6 +392,7 @@ class ControllerProcess:
             name=lock.describe(),
         )
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell de12d9b8
     # -- running -----------------------------------------------------------------------------
 
     def serve(self) -> None:
@@ -389,6 +420,7 @@ class ControllerProcess:
             if endpoint is not None:
                 self.endpoints.append(endpoint)
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell d14be9b1
     def shut_down(self, reason: str) -> None:
         """Begin a graceful shutdown; safe to call from any thread, and more than once."""
         with self._lock:
@@ -398,6 +430,7 @@ class ControllerProcess:
         log.info("shutting down: %s", reason)
         self._wake.set()
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell f247c637
     def _start_workers(self) -> None:
         def work() -> None:
             try:
@@ -416,6 +449,7 @@ class ControllerProcess:
         self._failed = reason
         self.shut_down(reason)
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell a72d6fd3
     def _log_leadership(self, what: str, level: int = logging.INFO, why: str = "") -> None:
         """The two lines a timeline is built from (the monotonic clock is system-wide)."""
         assert self.elector is not None
@@ -429,6 +463,7 @@ class ControllerProcess:
             why,
         )
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell 0671c001
     # -- health ------------------------------------------------------------------------------
 
     def _caches_synced(self) -> str | None:
@@ -438,6 +473,7 @@ class ControllerProcess:
     def _lease_ok(self) -> str | None:
         return None if self.elector is None else self.elector.check(LEADER_HEALTH_TOLERANCE)
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell 9d0b65a3
     def run(self) -> int:
         """Run until :meth:`shut_down` (or a failure); return the exit code."""
         if not self.endpoints:
@@ -455,6 +491,7 @@ class ControllerProcess:
         self._wake.wait()
         return self._stop_everything()
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell 46b35e14
     # -- leader election callbacks (on the elector's thread) --------------------------------
 
     def _started_leading(self, leading: StopEvent) -> None:
@@ -477,6 +514,7 @@ class ControllerProcess:
             self._log_leadership("stopped", level=logging.ERROR, why=": leader election lost")
             self.on_lost_lease(EXIT_FAILED)
 
+    # notebooks/08a_controller_as_a_program.ipynb, cell 7a412f10
     def _stop_everything(self) -> int:
         """Workers (bounded), then the Lease, the queued Events, the informers and the servers."""
         timeout = self.options.shutdown_timeout
@@ -512,10 +550,12 @@ class ControllerProcess:
         self.endpoints.clear()
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 0671c001
 def _ok() -> None:
     return None
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell b76ac7d9
 # --- main -----------------------------------------------------------------------------------
 
 
@@ -531,6 +571,7 @@ def block_shutdown_signals() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, SHUTDOWN_SIGNALS)
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell 930f5a39
 def watch_signals(processes: list[ControllerProcess]) -> threading.Thread:
     """A thread that takes SIGTERM/SIGINT with ``sigwait`` (they must be blocked everywhere).
 
@@ -558,6 +599,7 @@ def watch_signals(processes: list[ControllerProcess]) -> threading.Thread:
     return thread
 
 
+# notebooks/08a_controller_as_a_program.ipynb, cell e380b441
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the Foo controller until a signal; return the exit code.
 

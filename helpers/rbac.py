@@ -162,9 +162,29 @@ def controller_roles(namespace: str) -> list[dict[str, Any]]:
 
     if attendee() is None:
         return documents
-    from .cluster.workshop import namespaced_roles
-
     return namespaced_roles(documents, namespace)
+
+
+def namespaced_roles(documents: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
+    """``documents`` with ClusterRoles and their bindings turned into namespaced ones.
+
+    For chapter 08 in attendee mode: an attendee may not create cluster-wide
+    roles, and a controller run with ``--namespace`` needs its rights in that
+    namespace only, which a Role grants the same way.
+    """
+    changed = []
+    for document in documents:
+        document = copy.deepcopy(document)
+        if document["kind"] == "ClusterRole":
+            document["kind"] = "Role"
+            document["metadata"]["namespace"] = namespace
+        elif document["kind"] == "ClusterRoleBinding":
+            document["kind"] = "RoleBinding"
+            document["metadata"]["namespace"] = namespace
+            if document["roleRef"]["kind"] == "ClusterRole":
+                document["roleRef"]["kind"] = "Role"
+        changed.append(document)
+    return changed
 
 
 def creatable(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:

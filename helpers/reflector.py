@@ -2,6 +2,7 @@
 # notebooks/02b_reflector.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/02b_reflector.ipynb, cell 56a77c92
 """The reflector: keeps a store in step with one collection by LIST, then WATCH.
 
 client-go counterpart: ``Reflector`` in ``tools/cache/reflector.go``
@@ -51,12 +52,12 @@ from kubernetes.client.exceptions import ApiException
 from helpers.apierrors import explain, status_of
 from helpers.backoff import Backoff, RandomSource, wait_or_stop
 from helpers.clock import Clock, StopEvent
+from helpers.decode import share_strings
 from helpers.listwatch import (
     EventStream,
     ListerWatcher,
     Transform,
     WatchDisconnected,
-    share_strings,
 )
 
 log = logging.getLogger("helpers.reflector")
@@ -87,6 +88,7 @@ class VeryShortWatchError(Exception):
     """
 
 
+# notebooks/02b_reflector.ipynb, cell 9dc05bd0
 class Reflector:
     """LIST then WATCH one collection into ``sink`` until stopped (client-go ``Reflector``:
     https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L106-L171).
@@ -156,6 +158,7 @@ class Reflector:
         self.last_error_message: str | None = None
         """``last_error`` as the sentence that was logged."""
 
+    # notebooks/02b_reflector.ipynb, cell b29d40d4
     def __repr__(self) -> str:
         return (
             f"<Reflector {self.name} rv={self.last_sync_resource_version!r} "
@@ -201,6 +204,7 @@ class Reflector:
                 setattr(self, name, getattr(self, name) + 1)
             self._changed.notify_all()
 
+    # notebooks/02b_reflector.ipynb, cell 0b9b4bcf
     # -- lifecycle ------------------------------------------------------------------
 
     def start(self) -> None:
@@ -219,6 +223,7 @@ class Reflector:
         thread.join(timeout)
         return not thread.is_alive()
 
+    # notebooks/02b_reflector.ipynb, cell bdc098a5
     def run(self) -> None:
         """``list_and_watch``, back off after it fails, repeat until stopped; client-go
         ``RunWithContext``:
@@ -236,6 +241,7 @@ class Reflector:
             log.info("reflector %s: stopped", self.name)
             self._update()  # wake wait_for: the thread has ended
 
+    # notebooks/02b_reflector.ipynb, cell eabe4db3
     # -- one round: LIST, then WATCH until something says "list again" ------------------
 
     def list_and_watch(self) -> None:
@@ -250,6 +256,7 @@ class Reflector:
         if self._list():
             self._watch_until_error()
 
+    # notebooks/02b_reflector.ipynb, cell 404d79d9
     def _list(self) -> bool:
         """LIST everything and ``sink.replace`` it; False if stopped meanwhile (client-go
         ``list``, whose retry at ``""`` keeps the first request's page limit, as ours does:
@@ -280,6 +287,7 @@ class Reflector:
         log.debug("reflector %s: listed %d objects at %s", self.name, len(items), list_rv)
         return True
 
+    # notebooks/02b_reflector.ipynb, cell 6ddd74d8
     def _relist_resource_version(self) -> str:
         """At first "0", then the last RV; "" after expiry (client-go ``relistResourceVersion``:
         https://github.com/kubernetes/client-go/blob/v0.36.3/tools/cache/reflector.go#L1116-L1132)."""
@@ -288,6 +296,7 @@ class Reflector:
                 return ""
             return self._last_sync_rv or "0"
 
+    # notebooks/02b_reflector.ipynb, cell c916ed8b
     def _page_limit(self, resource_version: str) -> int | None:
         """The page size of a LIST at ``resource_version``, chosen as client-go's ``list`` does.
 
@@ -340,6 +349,7 @@ class Reflector:
             token = _continue_of(page)
         return items, _resource_version_of(first)
 
+    # notebooks/02b_reflector.ipynb, cell 36cbbd62
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         obj = event.get("object") or {}
@@ -375,6 +385,7 @@ class Reflector:
         low = self._min_watch_timeout
         return max(1, int(low + self._rng.random() * low))
 
+    # notebooks/02b_reflector.ipynb, cell 9d35c905
     def _watch_until_error(self) -> None:
         """WATCH, and WATCH again after each close or break, until an error (raised) or a stop."""
         while not self._stop.is_set():
@@ -403,6 +414,7 @@ class Reflector:
                 "reflector %s: watch closed after %d events; watching again", self.name, count
             )
 
+    # notebooks/02b_reflector.ipynb, cell ced41f3a
     def _follow(self, stream: EventStream) -> int:
         """Hand the stream's events to the sink until it ends or breaks; returns how many."""
         self._update(_stream=stream)
@@ -429,6 +441,7 @@ class Reflector:
             stream.close()
         return count
 
+    # notebooks/02b_reflector.ipynb, cell fcb10ee3
     # -- errors and backoff -----------------------------------------------------------
 
     def _back_off(self) -> bool:
@@ -438,6 +451,7 @@ class Reflector:
         log.debug("reflector %s: backing off for %.2fs", self.name, delay)
         return not wait_or_stop(self._stop, delay, self._backoff.clock)
 
+    # notebooks/02b_reflector.ipynb, cell 3a95695a
     def _record_error(self, err: BaseException) -> None:
         message = self.describe_error(err)
         with self._changed:
@@ -475,6 +489,7 @@ class Reflector:
             return f"{err}; listing again"
         return f"{type(err).__name__}: {err}"
 
+    # notebooks/02b_reflector.ipynb, cell 09316703
     def stop(self) -> None:
         """Ask the loop to end, and cut the open watch so a blocked read returns now.
 
@@ -489,6 +504,7 @@ class Reflector:
             stream.close()
 
 
+# notebooks/02b_reflector.ipynb, cell 0d927599
 # --- reading list responses ------------------------------------------------------------
 
 
@@ -519,6 +535,7 @@ def _resource_version_of(listed: dict[str, Any]) -> str:
     return str((listed.get("metadata") or {}).get("resourceVersion") or "")
 
 
+# notebooks/02b_reflector.ipynb, cell 1cd8cfb1
 # --- classifying errors ------------------------------------------------------------
 
 
@@ -576,6 +593,7 @@ def is_retriable_watch_error(err: BaseException) -> bool:
     return is_connection_refused(err) or (isinstance(err, ApiException) and err.status == 429)
 
 
+# notebooks/02b_reflector.ipynb, cell 06da640c
 _FORBIDDEN = re.compile(
     r'User "(?P<user>[^"]*)" cannot (?P<verb>[\w-]+) resource "(?P<resource>[^"]+)"'
     r' in API group "(?P<group>[^"]*)"(?: in the namespace "(?P<namespace>[^"]+)")?'

@@ -46,7 +46,12 @@ WROTE = re.compile(r"wrote (?P<what>\S+) \(monotonic (?P<at>[\d.]+)\)")
 
 
 class ControllerRun:
-    """One controller process; its stderr lines, and when it ended."""
+    """One controller process; its stderr lines, and when it ended.
+
+    ``kubeconfig`` goes first on its command line as ``--kubeconfig``: chapters pass the file
+    their kernel connected with (:func:`helpers.kube.default_kubeconfig`), so the process
+    talks to the same cluster whether or not ``$KUBECONFIG`` is set.
+    """
 
     def __init__(
         self,
@@ -56,9 +61,12 @@ class ControllerRun:
         name: str = "controller",
         condition: threading.Condition | None = None,
         module: str = "helpers.program",
+        kubeconfig: str | Path | None = None,
     ) -> None:
         self.name = name
-        self.args = list(args)
+        # The program finds its kubeconfig as controller-runtime does (--kubeconfig, $KUBECONFIG,
+        # a Pod's service account, ~/.kube/config), never the course's by itself: name it here.
+        self.args = ["--kubeconfig", str(kubeconfig), *args] if kubeconfig else list(args)
         self.lines: list[str] = []
         # Notified for every new line; runs that share it can be waited on together.
         self.changed = condition if condition is not None else threading.Condition()

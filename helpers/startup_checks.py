@@ -2,6 +2,7 @@
 # notebooks/08b_shipping_the_controller.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/08b_shipping_the_controller.ipynb, cell 37f6e5a0
 """Before the controller starts: is the Foo API served, and may we do our job?
 
 Counterpart: nothing in sample-controller, which starts regardless. Without
@@ -32,6 +33,7 @@ really makes.
 
 from __future__ import annotations
 
+# notebooks/08b_shipping_the_controller.ipynb, cell ea3e651d
 import json
 from dataclasses import dataclass
 
@@ -44,6 +46,7 @@ from helpers.errors import CourseError
 FOO_GROUP_VERSION = "samplecontroller.k8s.io/v1alpha1"
 
 
+# notebooks/08b_shipping_the_controller.ipynb, cell 63591090
 @dataclass(frozen=True)
 class Permission:
     """One verb on one resource (and subresource, and object name, if the rule names one)."""
@@ -78,6 +81,7 @@ CONTROLLER_PERMISSIONS: tuple[Permission, ...] = (
 )
 
 
+# notebooks/08b_shipping_the_controller.ipynb, cell faa179b0
 def lease_permissions(name: str) -> tuple[Permission, ...]:
     """What leader election does with the Lease ``name`` (in the lease's namespace).
 
@@ -91,6 +95,7 @@ def lease_permissions(name: str) -> tuple[Permission, ...]:
     )
 
 
+# notebooks/08b_shipping_the_controller.ipynb, cell b56e64d6
 def check_foo_api(api: kubernetes.client.ApiClient) -> None:
     """Raise a CourseError unless the API server serves Foos (the CRD is installed)."""
     try:
@@ -111,6 +116,7 @@ def check_foo_api(api: kubernetes.client.ApiClient) -> None:
         )
 
 
+# notebooks/08b_shipping_the_controller.ipynb, cell 151ee573
 def missing_permissions(
     api: kubernetes.client.ApiClient, permissions: tuple[Permission, ...], namespace: str
 ) -> list[Permission]:
@@ -148,6 +154,7 @@ def who_am_i(api: kubernetes.client.ApiClient) -> str:
     return f"user {answer.status.user_info.username}"
 
 
+# notebooks/08b_shipping_the_controller.ipynb, cell ff0f90ce
 def check_permissions(
     api: kubernetes.client.ApiClient,
     namespace: str,
@@ -177,6 +184,7 @@ def check_permissions(
         )
 
 
+# notebooks/08b_shipping_the_controller.ipynb, cell 3a7d595c
 def _get_json(api: kubernetes.client.ApiClient, path: str) -> dict:
     response = api.call_api(
         path,

@@ -2,6 +2,7 @@
 # notebooks/02a_store_and_backoff.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/02a_store_and_backoff.ipynb, cell 0361cc08
 """The informer's cache: a thread-safe, indexed store of API objects.
 
 client-go counterparts, in ``tools/cache`` at v0.36.3:
@@ -54,6 +55,7 @@ What we left out: transformers, ``Resync`` (a no-op on this store), the
 
 from __future__ import annotations
 
+import builtins  # inside Indexer `list` names its method: the type is builtins.list
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -85,6 +87,7 @@ class DeletedFinalStateUnknown:
     obj: Any
 
 
+# notebooks/02a_store_and_backoff.ipynb, cell cdbe85b7
 def meta_namespace_key(obj: Any) -> str:
     """The store key of an object: ``"ns/name"``, or ``"name"`` if cluster-scoped.
 
@@ -112,6 +115,7 @@ def split_meta_namespace_key(key: str) -> tuple[str, str]:
     raise ValueError(f'unexpected key format: "{key}"')
 
 
+# notebooks/02a_store_and_backoff.ipynb, cell 8d77ab58
 # --- the store ----------------------------------------------------------------
 
 
@@ -135,6 +139,7 @@ class Indexer:
         self.last_sync_resource_version = ""
         """The resourceVersion of the last ``replace`` (the list the reflector synced from)."""
 
+    # notebooks/02a_store_and_backoff.ipynb, cell be2a24e1
     # -- writes ---------------------------------------------------------------
 
     def add(self, obj: Any) -> None:
@@ -156,6 +161,7 @@ class Indexer:
             del self._items[key]
             self._apply_moves(key, moves)
 
+    # notebooks/02a_store_and_backoff.ipynb, cell 809012cc
     def replace(self, objs: Iterable[Any], resource_version: str) -> None:
         """Swap the whole content for ``objs`` and rebuild every index (client-go ``Replace``).
 
@@ -172,6 +178,7 @@ class Indexer:
             self._indices = indices
             self.last_sync_resource_version = resource_version
 
+    # notebooks/02a_store_and_backoff.ipynb, cell a196df5c
     # -- reads ----------------------------------------------------------------
 
     def get_by_key(self, key: str) -> Any | None:
@@ -179,16 +186,17 @@ class Indexer:
         with self._lock:
             return self._items.get(key)
 
-    def list(self) -> list[Any]:
+    def list(self) -> builtins.list[Any]:
         """Return every cached object, ordered by key. Do not mutate them."""
         with self._lock:
             return [self._items[key] for key in sorted(self._items)]
 
-    def list_keys(self) -> list[str]:
+    def list_keys(self) -> builtins.list[str]:
         """Return every key, sorted."""
         with self._lock:
             return sorted(self._items)
 
+    # notebooks/02a_store_and_backoff.ipynb, cell 18dd7abc
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         """Register more indices, indexing the objects already stored (client-go ``AddIndexers``).
 
@@ -203,7 +211,8 @@ class Indexer:
             self._indexers.update(indexers)
             self._indices.update(built)
 
-    def index(self, index_name: str, obj: Any) -> list[Any]:
+    # notebooks/02a_store_and_backoff.ipynb, cell 7e1cc15f
+    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
         """Return the objects sharing any index value with ``obj`` (client-go ``Index``)."""
         with self._lock:
             func = self._indexer(index_name)
@@ -213,18 +222,18 @@ class Indexer:
                 keys |= index.get(value, set())
             return [self._items[key] for key in sorted(keys)]
 
-    def by_index(self, index_name: str, value: str) -> list[Any]:
+    def by_index(self, index_name: str, value: str) -> builtins.list[Any]:
         """Return the objects indexed under ``value`` (client-go ``ByIndex``)."""
         with self._lock:
             return [self._items[key] for key in self.index_keys(index_name, value)]
 
-    def index_keys(self, index_name: str, value: str) -> list[str]:
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
         """Return the keys indexed under ``value``, sorted (client-go ``IndexKeys``)."""
         with self._lock:
             self._indexer(index_name)
             return sorted(self._indices[index_name].get(value, ()))
 
-    def list_index_func_values(self, index_name: str) -> list[str]:
+    def list_index_func_values(self, index_name: str) -> builtins.list[str]:
         """Return every value the named index currently holds, sorted (``ListIndexFuncValues``).
 
         An index that was never registered holds no values: ``[]``, as in client-go.
@@ -241,6 +250,7 @@ class Indexer:
         with self._lock:
             return len(self._items)
 
+    # notebooks/02a_store_and_backoff.ipynb, cell 1c45e17e
     # -- internals (call with the lock held) ------------------------------------
 
     def _put(self, key: str, obj: Any) -> None:
@@ -255,7 +265,7 @@ class Indexer:
             raise IndexNotFoundError(index_name)
         return func
 
-    def _index_moves(self, old: Any, new: Any) -> list[tuple[str, set[str], set[str]]]:
+    def _index_moves(self, old: Any, new: Any) -> builtins.list[tuple[str, set[str], set[str]]]:
         """For each index: the values a key leaves and the values it joins."""
         moves = []
         for name, func in self._indexers.items():
@@ -264,7 +274,7 @@ class Indexer:
             moves.append((name, old_values - new_values, new_values - old_values))
         return moves
 
-    def _apply_moves(self, key: str, moves: list[tuple[str, set[str], set[str]]]) -> None:
+    def _apply_moves(self, key: str, moves: builtins.list[tuple[str, set[str], set[str]]]) -> None:
         for name, leave, join in moves:
             index = self._indices[name]
             for value in leave:
@@ -286,6 +296,7 @@ class Indexer:
         return index
 
 
+# notebooks/02a_store_and_backoff.ipynb, cell 5a6faabe
 # --- ready-made index functions --------------------------------------------
 
 
@@ -315,6 +326,7 @@ def owner_uid_index_func(obj: Any) -> list[str]:
     return []
 
 
+# notebooks/02a_store_and_backoff.ipynb, cell 7e5b416d
 # --- errors -----------------------------------------------------------------
 
 

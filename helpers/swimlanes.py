@@ -4,7 +4,7 @@ No client-go counterpart: chapter 07's picture, written by hand. Time runs left
 to right; each actor (you, the controllers, the scheduler, the kubelet) has a
 lane, and the API server a lane of its own at the top, because every change is
 a write to it. A numbered circle is a change (its step, see
-:data:`helpers.chain.STEPS`) on its actor's lane, with a line up to the API
+:data:`helpers.attribution.STEPS`) on its actor's lane, with a line up to the API
 server: the write. A dashed arrow from the API server down to the next actor is
 a watch delivering that write to whoever acts on it next: the actors never talk
 to each other, only through the API server. Step 4 (no kubelet sees a Pod not
@@ -38,7 +38,8 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from helpers.chain import ChainRecorder, Change, from_write, pod_counts, replicas_asked
+from helpers.attribution import Change, from_write, pod_counts, replicas_asked
+from helpers.chain import ChainRecorder
 from helpers.widgets import LiveFigure
 
 API_LANE = "API server (etcd)"
@@ -98,7 +99,7 @@ LEGEND = {
     9: "a Pod goes: its kubelet confirms",
     10: "the Foo's status is copied",
 }
-"""Each step in a few words (:data:`helpers.chain.STEPS` in full): the lane names the actor."""
+"""Each step in a few words (:data:`helpers.attribution.STEPS` in full); the lane names who."""
 
 
 def step_colour(step: int | None) -> str:
@@ -261,17 +262,17 @@ class Lanes:
                                                alpha=0.5, zorder=1)),
         ]  # fmt: skip
         if heads:  # the arrowheads of the watches, and the writes' dots on the API server's lane
-            x, y, colour = zip(*heads, strict=True)
-            self._marks.append(axes.scatter(x, y, marker="v", s=22, c=colour, zorder=2))
+            xs, ys, colours = zip(*heads, strict=True)
+            self._marks.append(axes.scatter(xs, ys, marker="v", s=22, c=colours, zorder=2))
         if writes:
-            x = [line[0][0] for line in writes]
-            self._marks.append(axes.scatter(x, [top] * len(x), s=14, c=write_colours, zorder=2))
+            at = [line[0][0] for line in writes]
+            self._marks.append(axes.scatter(at, [top] * len(at), s=14, c=write_colours, zorder=2))
         for marker, points in filled.items():
-            x, y, colour = zip(*points, strict=True)
-            self._marks.append(axes.scatter(x, y, s=190, c=colour, marker=marker, zorder=3))
+            xs, ys, colours = zip(*points, strict=True)
+            self._marks.append(axes.scatter(xs, ys, s=190, c=colours, marker=marker, zorder=3))
         for marker, points in empty.items():
-            x, y, colour = zip(*points, strict=True)
-            self._marks.append(axes.scatter(x, y, s=190, facecolors="white", edgecolors=colour,
+            xs, ys, colours = zip(*points, strict=True)
+            self._marks.append(axes.scatter(xs, ys, s=190, facecolors="white", edgecolors=colours,
                                             linestyle="--", marker=marker, zorder=3))  # fmt: skip
         labelled = placed if numbers is None else placed[-numbers:] if numbers else []
         for circle in labelled:
@@ -313,6 +314,7 @@ def draw_legend(axes: Axes, steps: Sequence[int], roles: Mapping[str, str]) -> A
     if not handles:
         return None
     figure = axes.get_figure()
+    assert isinstance(figure, Figure)  # the course's axes sit on a Figure, not a SubFigure
     box = axes.get_position()  # in fractions of the figure
     width, height = figure.get_figwidth() * box.width, figure.get_figheight() * box.height
     legend = Figure(figsize=(width, height), dpi=figure.dpi)
@@ -507,7 +509,9 @@ def drawn(
         counts = (max(asked, default=0), min(during, default=0), (during or [0])[-1])
     return Drawn(
         lanes=len(lanes),
-        steps=tuple(sorted({c.step for c in shown if c.step not in (None, *STATUS_STEPS)})),
+        steps=tuple(
+            sorted({c.step for c in shown if c.step is not None and c.step not in STATUS_STEPS})
+        ),
         objects=tuple(objects),
         changes=len(shown),
         first=min((c.at for c in shown), default=0.0),
@@ -566,7 +570,7 @@ class LiveSwimlanes:
 
     def freeze(self, changes: Sequence[Change], roles: Mapping[str, str] | None = None) -> None:
         """Draw exactly ``changes`` from now on, from the first one you made, in the order etcd
-        wrote them (:func:`helpers.chain.from_write`): what was written before it is the tail
+        wrote them (:func:`helpers.attribution.from_write`): what was written before it is the tail
         of something earlier, however late it arrived, and what it caused stays, however
         early. ``roles`` may name the old and the new ReplicaSet now that they are known."""
         end = max((change.at for change in changes), default=self.since)

@@ -60,8 +60,10 @@ def retry_after(err: ApiException) -> int | None:
     if err.status != 429 and not 500 <= (err.status or 0) <= 599:
         return None
     value = (err.headers or {}).get("Retry-After")
+    if value is None:
+        return None
     try:
-        seconds = int(value)  # type: ignore[arg-type]
+        seconds = int(value)
     except (TypeError, ValueError):
         return None
     return seconds if seconds >= 0 else None

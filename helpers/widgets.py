@@ -61,8 +61,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from helpers.errors import CourseError
 from helpers.workqueue.metrics import QueueMetrics
@@ -105,7 +107,7 @@ class LiveFigure:
         *,
         name: str,
         caption: str,
-        tick: Callable[[], None] | None = None,
+        tick: Callable[[], object] | None = None,
         interval: float = 0.25,
         refresh: float = 0.25,
         show: bool | None = None,
@@ -198,7 +200,7 @@ class LiveFigure:
         with self._draw_lock:
             self._draw()
             buffer = io.BytesIO()
-            options = {"pil_kwargs": {"compress_level": 1}} if fast else {}
+            options: dict[str, Any] = {"pil_kwargs": {"compress_level": 1}} if fast else {}
             self.figure.savefig(buffer, format="png", **options)
         return buffer.getvalue()
 
@@ -304,6 +306,12 @@ class QueueMonitor:
     one line of text that a saved notebook keeps beside the picture, and that nbval
     compares, where the picture's own text is a fixed caption.
     """
+
+    # Made by _build_figure(); _draw() only moves their data.
+    _figure: Figure
+    _strip: Axes
+    _title: Text
+    _in_flight_fill: Any
 
     def __init__(
         self,
@@ -492,7 +500,7 @@ class QueueMonitor:
         self._retry_marks = levels.plot(
             [], [], "v", color="tab:red", ms=6, ls="none", label="a retry joins the line"
         )[0]
-        self._in_flight_fill: Any = None
+        self._in_flight_fill = None
         strip_title = "in flight"
         if self.workers is not None:
             strip.axhline(self.workers, color="grey", linestyle="--", lw=1, zorder=1)

@@ -23,7 +23,7 @@ import kubernetes
 from helpers import kube
 from helpers.cluster.backends import local_cluster
 from helpers.cluster.local import LocalCluster, tail
-from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
+from helpers.home import DEFAULT_CLUSTER_NAME, CourseHome
 
 RECENT_SECONDS = 300
 """Warning Events younger than this are listed (a chapter's waits are 30 s)."""

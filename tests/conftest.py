@@ -29,8 +29,8 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from helpers import kube
-from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
+from helpers.home import CourseHome
 from helpers.namespaces import COURSE_LABELS
 from tests.session_guard import uses_cluster
 

@@ -1,6 +1,9 @@
 """The README's test command (``make test``): lint, start the cluster, run everything.
 
-1. ``ruff`` over the whole tree.
+1. ``ruff`` over the whole tree, ``mypy`` over helpers/ (``[tool.mypy]`` in
+   pyproject.toml), and ``python -m helpers.export --check``: does every module
+   the chapters write still match its chapter's cells? Seconds, before any
+   cluster starts, so drift is reported at once.
 2. ``python -m helpers.cluster up --backend local``: build (cached) and start
    the real control plane. Its log shows each step with elapsed time.
 3. ``go mod download`` in tests/upstream: the upstream sources the chapters
@@ -31,7 +34,7 @@ from pathlib import Path
 
 from helpers.cluster.backends import recorded_backend
 from helpers.cluster.local import LocalCluster
-from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
+from helpers.home import DEFAULT_CLUSTER_NAME, CourseHome
 from tests import upstream_links
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,10 +52,23 @@ def run(*command: str, env: dict[str, str] | None = None) -> int:
     return subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
 
 
-def main() -> int:
-    started = time.monotonic()
+def static_checks() -> int:
+    """Lint, types and the notebook-to-module drift check: 0, or 1 with what to run next."""
     if run(str(BIN / "ruff"), "check", ".") or run(str(BIN / "ruff"), "format", "--check", "."):
         print("ruff found problems: run `.venv/bin/ruff check --fix . && .venv/bin/ruff format .`")
+        return 1
+    if run(str(BIN / "mypy")):
+        print("mypy found type errors in helpers/: fix them, or ignore one saying why beside it")
+        return 1
+    if run(sys.executable, "-m", "helpers.export", "--check"):
+        print("the modules above differ from their chapters: nothing was started.")
+        return 1
+    return 0
+
+
+def main() -> int:
+    started = time.monotonic()
+    if static_checks():
         return 1
     up = [sys.executable, "-m", "helpers.cluster", "up", "--backend", "local"]
     code = with_cluster(CourseHome.from_environment(), DEFAULT_CLUSTER_NAME, up, run_tests)

@@ -32,7 +32,7 @@ from benchmarks import (
     second_round,
     sync_timeline,
 )
-from helpers import listwatch
+from helpers import decode
 
 ROOT = Path(__file__).resolve().parents[1]
 GO_H1 = "client-go (list, json, HTTP/1.1)"
@@ -418,7 +418,7 @@ def test_a_go_programs_comment_names_only_flags_it_has(program: Path) -> None:
 
 
 def test_the_list_is_read_in_the_pieces_decode_list_reads() -> None:
-    assert informer_bench.LIST_READ == listwatch._Text.CHUNK
+    assert informer_bench.LIST_READ == decode._Text.CHUNK
 
 
 def test_frames_are_counted_whole_however_the_bytes_are_cut() -> None:

@@ -17,10 +17,9 @@ from typing import Any
 import kubernetes
 from nbval.plugin import get_sanitize_patterns
 
-from helpers.chain import (
+from helpers.attribution import (
     DEFAULT_STATUS_WRITERS,
     DELETED_BY_YOU,
-    ChainRecorder,
     Change,
     Observation,
     attribute,
@@ -34,9 +33,9 @@ from helpers.chain import (
     reporting_event,
     state,
     step_of,
-    summary,
-    table,
 )
+from helpers.chain import ChainRecorder
+from helpers.chain_table import summary, table
 
 NS = "shop"
 KWOK_NODE = {"metadata": {"name": "worker", "annotations": {"kwok.x-k8s.io/node": "fake"}}}
@@ -470,7 +469,7 @@ def test_pod_counts_leave_out_pods_being_deleted() -> None:
 
 
 def test_the_table_is_text_and_an_html_table_that_wraps() -> None:
-    from helpers.chain import Row, table
+    from helpers.chain_table import Row, table
 
     text = table([Row(1, 0.5, "Deployment web", "created", "you", "managedFields <x>")])
     assert text.splitlines()[1].split()[:3] == ["1", "Deployment", "web"], "no time column"
@@ -589,7 +588,7 @@ UPSTREAM_ROLES = [
 def test_a_rule_for_star_allows_every_subresource_as_rbac_matches_it() -> None:
     """ResourceMatches: "*" matches every resource and subresource; "*/scale" every resource's
     scale, not its status; a rule limited to resourceNames allows no object in general."""
-    from helpers.chain import rule_allows
+    from helpers.attribution import rule_allows
 
     def rule(resources: list[str], verbs: list[str], **more: Any) -> Any:
         return kubernetes.client.V1PolicyRule(
@@ -613,7 +612,7 @@ def test_a_rule_for_star_allows_every_subresource_as_rbac_matches_it() -> None:
 def test_rbac_names_two_status_writers_and_the_code_leaves_one() -> None:
     """The garbage collector's "*" allows it to update any status; it never does, so the
     recorder names the one controller whose role names the status (chapter 07, A2)."""
-    from helpers.chain import NEVER_WRITES_STATUS, Grant, status_grants, writers_from
+    from helpers.attribution import NEVER_WRITES_STATUS, Grant, status_grants, writers_from
 
     grants = status_grants(UPSTREAM_ROLES, ["replicasets", "deployments"])
     assert grants["replicasets"] == [
@@ -629,7 +628,7 @@ def test_rbac_names_two_status_writers_and_the_code_leaves_one() -> None:
 
 
 def test_two_controllers_that_may_write_a_status_are_not_guessed_between() -> None:
-    from helpers.chain import status_grants, writers_from
+    from helpers.attribution import status_grants, writers_from
     from helpers.errors import CourseError
 
     rogue = role("rogue-controller", {"api_groups": ["apps"], "resources": ["replicasets/status"],
@@ -655,7 +654,7 @@ def change(at: float, kind: str, name: str, field: str, actor: str, rv: int, **m
 def test_a_picture_keeps_what_your_write_caused_however_early_it_arrived() -> None:
     """Two watches: the Pod a rollout created may arrive before the Deployment update that led
     to it, and a late status from before may arrive after it. resourceVersions decide."""
-    from helpers.chain import from_write
+    from helpers.attribution import from_write
 
     tail = change(0.10, "Pod", "web-old-a", "Ready", "kubelet", rv=90, after="True")
     early = change(0.11, "Pod", "web-new-a", "created", "replicaset-controller", rv=102)

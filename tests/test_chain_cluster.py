@@ -16,11 +16,10 @@ import kubernetes
 import pytest
 
 from helpers import kube
-from helpers.chain import (
+from helpers.attribution import (
     DEFAULT_STATUS_WRITERS,
     DELETED_BY_YOU,
     YOU,
-    ChainRecorder,
     Change,
     cluster_roles,
     names,
@@ -32,6 +31,7 @@ from helpers.chain import (
     status_grants,
     status_writers,
 )
+from helpers.chain import ChainRecorder
 from helpers.events import EventRecorder
 from helpers.swimlanes import LiveSwimlanes
 

@@ -30,7 +30,7 @@ BUILD_HELLO = """
 import sys
 from pathlib import Path
 from helpers.cluster import build
-from helpers.cluster.paths import CourseHome
+from helpers.home import CourseHome
 build.GO_MODULES_DIR = Path(sys.argv[1])
 hello = build.GoComponent("hello", "example.com/hello", ("example.com/hello",), "hello")
 print(build.ensure_built(CourseHome(Path(sys.argv[2])), hello)["hello"])

@@ -25,7 +25,8 @@ from helpers import kube
 from helpers.cluster import processes
 from helpers.cluster.backends import recorded_backend
 from helpers.cluster.local import LocalCluster
-from helpers.cluster.paths import CourseHome
+from helpers.home import CourseHome
+from tests.leftovers import strays
 
 pytestmark = pytest.mark.cluster
 
@@ -43,16 +44,6 @@ COMPONENTS = {
 def running(pid: int) -> bool:
     """A process runs as ``pid`` (a zombie, dead and not yet collected by its parent, does not)."""
     return processes.identify(pid) is not None
-
-
-def strays(home: CourseHome) -> list[str]:
-    """Processes still running from this course folder (a cluster's leftovers), as commands."""
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        command = " ".join(process.info["cmdline"] or [])
-        if str(home.root) in command and "helpers.cluster" not in command:
-            found.append(f"{process.pid}: {command[:120]}")
-    return found
 
 
 def cli(

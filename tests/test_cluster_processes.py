@@ -28,8 +28,8 @@ import yaml
 
 from helpers.cluster import processes
 from helpers.cluster.local import LocalCluster
-from helpers.cluster.paths import CourseHome
 from helpers.cluster.processes import Identity
+from helpers.home import CourseHome
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "cfs-pids"

@@ -15,8 +15,8 @@ import pytest
 
 from helpers.cluster.backends import local_cluster
 from helpers.cluster.local import CONTROLLER_MANAGER_ARGS
-from helpers.cluster.paths import DEFAULT_CLUSTER_NAME, CourseHome
 from helpers.cluster.processes import command_line
+from helpers.home import DEFAULT_CLUSTER_NAME, CourseHome
 from helpers.waiting import wait_for
 
 pytestmark = pytest.mark.cluster

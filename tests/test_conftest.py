@@ -5,7 +5,7 @@ from __future__ import annotations
 import kubernetes
 import pytest
 
-from helpers.cluster.paths import DNS_LABEL
+from helpers.home import DNS_LABEL
 from tests.conftest import namespace_name
 
 NAMES = [

@@ -2,8 +2,8 @@
 
 Like upstream's fixture, each test seeds the informers' caches directly (the
 informers never start) and runs one ``sync_handler``; instead of fake
-clientsets, a :class:`RecordingClients` records the writes the controller asks
-for. Tests are named ``test_<what>__<UpstreamTest>`` where upstream has one.
+clientsets, a :class:`~helpers.testing.fakes.RecordingClients` records the writes the
+controller asks for. Tests are named ``test_<what>__<UpstreamTest>`` where upstream has one.
 Nothing talks to an API server and nothing sleeps; the few tests with threads
 wait on conditions with a real-time guard. The same controller against the
 real cluster: ``test_controller_e2e.py``.
@@ -14,8 +14,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,164 +35,18 @@ from helpers.controller import (
 from helpers.events import EventRecorder
 from helpers.informer import SharedInformer
 from helpers.store import DeletedFinalStateUnknown
+from helpers.testing.fakes import (
+    GUARD,
+    Action,
+    CapturingInformer,
+    RecordingClients,
+    RecordingQueue,
+    StaticSource,
+    new_foo,
+)
 from helpers.workqueue import RateLimitingQueue
 
-GUARD = 10.0
-"""Real seconds before a wait that should succeed is declared a failure."""
-
-
-# --- test doubles --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Action:
-    """One write the controller made (client-go testing ``Action``)."""
-
-    verb: str
-    resource: str
-    namespace: str
-    obj: dict[str, Any]
-
-
-class RecordingClients:
-    """The controller's :class:`~helpers.controller.Clients`, recording instead of calling.
-
-    ``fail`` maps a method name to the exception that call should raise.
-    """
-
-    def __init__(self) -> None:
-        self.actions: list[Action] = []
-        self.events: list[tuple[str, str, str, str]] = []  # (foo name, type, reason, message)
-        self.fail: dict[str, Exception] = {}
-        self._changed = threading.Condition()
-
-    def create_deployment(self, namespace: str, deployment: dict[str, Any]) -> dict[str, Any]:
-        return self._record(
-            "create_deployment", Action("create", "deployments", namespace, deployment)
-        )
-
-    def update_deployment(self, namespace: str, deployment: dict[str, Any]) -> dict[str, Any]:
-        return self._record(
-            "update_deployment", Action("update", "deployments", namespace, deployment)
-        )
-
-    def update_foo_status(self, namespace: str, foo: dict[str, Any]) -> dict[str, Any]:
-        return self._record("update_foo_status", Action("update", "foos/status", namespace, foo))
-
-    def record_event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
-        with self._changed:
-            self.events.append((obj["metadata"]["name"], event_type, reason, message))
-            self._changed.notify_all()
-
-    def wait_for(self, predicate: Callable[[RecordingClients], bool]) -> bool:
-        with self._changed:
-            return self._changed.wait_for(lambda: predicate(self), GUARD)
-
-    def _record(self, method: str, action: Action) -> dict[str, Any]:
-        if method in self.fail:
-            raise self.fail[method]
-        with self._changed:
-            self.actions.append(copy.deepcopy(action))
-            self._changed.notify_all()
-        return copy.deepcopy(action.obj)  # like the fake clientset: the object as sent
-
-
-class SilentStream:
-    """A watch on which nothing ever happens, until it is closed."""
-
-    def __init__(self) -> None:
-        self._closed = threading.Event()
-
-    def __iter__(self) -> SilentStream:
-        return self
-
-    def __next__(self) -> dict[str, Any]:
-        self._closed.wait(GUARD)
-        raise StopIteration
-
-    def close(self) -> None:
-        self._closed.set()
-
-
-class StaticSource:
-    """A ListerWatcher whose collection never changes: LIST gives ``items``, WATCH is silent."""
-
-    def __init__(self, *items: dict[str, Any]) -> None:
-        self.items = list(items)
-
-    def list(
-        self,
-        resource_version: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-        transform: Any = None,
-    ) -> dict[str, Any]:
-        items = copy.deepcopy(self.items)
-        if transform is not None:
-            items = [transform(item) for item in items]
-        return {"metadata": {"resourceVersion": "10"}, "items": items}
-
-    def watch(
-        self,
-        resource_version: str,
-        timeout_seconds: int,
-        allow_bookmarks: bool = True,
-        read_timeout: float | None = None,
-    ) -> SilentStream:
-        return SilentStream()
-
-
-class CapturingInformer(SharedInformer):
-    """A real (never started) informer that also keeps the callbacks it was given."""
-
-    def __init__(self, *items: dict[str, Any], name: str) -> None:
-        super().__init__(StaticSource(*items), name=name)
-        self.callbacks: dict[str, Any] = {}
-
-    def add_event_handler(self, handler: Any = None, **kwargs: Any) -> Any:
-        self.callbacks = {k: v for k, v in kwargs.items() if k.startswith("on_") and v}
-        return super().add_event_handler(handler, **kwargs)
-
-
-class RecordingQueue(RateLimitingQueue[str]):
-    """The real rate-limited queue, also noting the calls a worker makes on it."""
-
-    def __init__(self) -> None:
-        super().__init__(foo_rate_limiter(clock=FakeClock()), "Foos", clock=FakeClock())
-        self.calls: list[tuple[str, str]] = []
-
-    def done(self, item: str) -> None:
-        self.calls.append(("done", item))
-        super().done(item)
-
-    def forget(self, item: str) -> None:
-        self.calls.append(("forget", item))
-        super().forget(item)
-
-    def add_rate_limited(self, item: str) -> None:
-        self.calls.append(("add_rate_limited", item))
-        super().add_rate_limited(item)
-
-
 # --- objects -------------------------------------------------------------------------------------
-
-
-def new_foo(name: str, replicas: int | None) -> dict[str, Any]:
-    """A Foo as the informer would cache it (upstream ``newFoo``, plus a UID)."""
-    spec: dict[str, Any] = {"deploymentName": f"{name}-deployment"}
-    if replicas is not None:
-        spec["replicas"] = replicas
-    return {
-        "apiVersion": "samplecontroller.k8s.io/v1alpha1",
-        "kind": "Foo",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": f"uid-{name}",
-            "resourceVersion": "1",
-        },
-        "spec": spec,
-    }
 
 
 def with_status(foo: dict[str, Any], available: int) -> dict[str, Any]:
@@ -300,6 +153,36 @@ def test_do_nothing__TestDoNothing(f: Fixture) -> None:
     f.run(key_of(foo))
 
     assert f.clients.actions == [Action("update", "foos/status", "default", with_status(foo, 0))]
+
+
+def test_needs_update_is_the_one_step_a_variant_changes(f: Fixture) -> None:
+    """A subclass that overrides needs_update (chapter 06a's exercise) keeps the rest of the
+    sync: the same Foo and Deployment as TestDoNothing, now rewritten, then the status."""
+    foo = new_foo("test", 1)
+    deployment = new_deployment(foo)
+    deployment["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.27"  # drifted
+    f.foos.append(foo)
+    f.deployments.append(deployment)
+    seen = []
+
+    class Repairing(FooController):
+        def needs_update(self, foo: Any, deployment: Any) -> bool:
+            seen.append(deployment["spec"]["template"]["spec"]["containers"][0]["image"])
+            return True
+
+    controller = Repairing(f.clients, CapturingInformer(name="foos"), CapturingInformer(
+        name="deployments"), workqueue=RecordingQueue())  # fmt: skip
+    controller.foo_informer.indexer.add(foo)
+    controller.deployment_informer.indexer.add(deployment)
+    controller.sync_handler(key_of(foo))
+    controller.workqueue.shut_down()
+
+    assert seen == ["nginx:1.27"]
+    assert f.clients.actions == [
+        Action("update", "deployments", "default", new_deployment(foo)),
+        Action("update", "foos/status", "default", with_status(foo, 0)),
+    ]
+    assert f.new_controller().needs_update(foo, deployment) is False  # replicas alone: equal
 
 
 def test_update_deployment__TestUpdateDeployment(f: Fixture) -> None:

@@ -1,4 +1,4 @@
-"""helpers.listwatch.decode_list: a LIST decoded item by item, sharing what repeats.
+"""helpers.decode.decode_list: a LIST decoded item by item, sharing what repeats.
 
 ``json.loads`` of a whole LIST shares one string per distinct key across the
 document; decoding item by item must keep that sharing, or a cache of 10,000
@@ -14,7 +14,8 @@ from typing import Any
 import kubernetes
 import pytest
 
-from helpers.listwatch import MAX_SHARED_VALUE, ListWatch, decode_list
+from helpers.decode import MAX_SHARED_VALUE, decode_list
+from helpers.listwatch import ListWatch
 
 
 def config_map(name: str, **labels: str) -> dict[str, Any]:

@@ -6,29 +6,9 @@ from pathlib import Path
 
 import yaml
 
+from tests.pins import conda_pip_pins, pip_pins
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def pip_pins() -> dict[str, str]:
-    pins = {}
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            name, version = line.split("==")
-            pins[name.lower()] = version
-    return pins
-
-
-def conda_pip_pins() -> dict[str, str]:
-    document = yaml.safe_load((ROOT / "environment.yml").read_text())
-    pins = {}
-    for dependency in document["dependencies"]:
-        if isinstance(dependency, dict) and "pip" in dependency:
-            for line in dependency["pip"]:
-                if "==" in line:
-                    name, version = line.split("==")
-                    pins[name.lower()] = version
-    return pins
 
 
 def test_requirements_and_environment_pin_the_same_versions() -> None:

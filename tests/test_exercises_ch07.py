@@ -13,7 +13,7 @@ import kubernetes
 import pytest
 
 from helpers import namespaces
-from helpers.chain import Change, replicas_asked
+from helpers.attribution import Change, replicas_asked
 from helpers.exercises import ch07
 from notebooks.solutions import ch07 as solutions
 

@@ -34,9 +34,35 @@ def test_exported_modules_say_where_they_come_from() -> None:
         assert head[1].startswith("# notebooks/"), target
 
 
+def test_every_cell_is_named_above_the_code_it_wrote() -> None:
+    """A traceback leads back to the chapter: each exported cell's marker (notebook and cell
+    id) is in its module, and ``where`` finds from a module's line the cell it came from."""
+    cells = export.cells_by_target(sorted(export.NOTEBOOKS.glob("*.ipynb")))
+    for target, owned in cells.items():
+        text = (ROOT / target).read_text()
+        for cell in owned:
+            assert cell.cell_id and cell.marker in text, f"{target}: no marker for {cell.where}"
+            assert cell.marker.startswith(f"# notebooks/{cell.notebook.name}, cell ")
+    # A method added to its class in a later cell: its lines lead to that cell, not the class's.
+    queue = (ROOT / "helpers/workqueue/queue.py").read_text().splitlines()
+    line = next(n for n, text in enumerate(queue, 1) if text.strip().startswith("def done("))
+    done = next(c for c in cells["helpers/workqueue/queue.py"] if "def done(" in c.code)
+    found = export.where(Path("helpers/workqueue/queue.py"), line)
+    assert found.startswith(f"notebooks/04_workqueue.ipynb, cell {done.index} (id {done.cell_id})")
+    assert ', under "#' in found
+
+
+def test_where_refuses_a_module_the_chapters_do_not_write() -> None:
+    with pytest.raises(ExportError, match="under no cell marker"):
+        export.where(Path("helpers/export.py"), 30)
+
+
 def _cells(*codes: str, target: str = "helpers/demo.py") -> list[ExportCell]:
     notebook = Path("/course/notebooks/09_demo.ipynb")
-    return [ExportCell(notebook, index, target, code) for index, code in enumerate(codes)]
+    return [
+        ExportCell(notebook, index, target, code, f"c{index:07x}")
+        for index, code in enumerate(codes)
+    ]
 
 
 def test_methods_added_in_later_cells_land_in_the_class_body() -> None:
@@ -56,6 +82,10 @@ def test_methods_added_in_later_cells_land_in_the_class_body() -> None:
     assert "    # why put exists\n    def put" in text
     assert text.index("LIMIT = 3") > text.index("def put")
     assert text.splitlines()[1].startswith("# notebooks/09_demo.ipynb")
+    # Each piece under the marker of its cell; the method's indented as it is.
+    assert "# notebooks/09_demo.ipynb, cell c0000001\nclass Box:" in text
+    assert "    # notebooks/09_demo.ipynb, cell c0000002\n    # why put exists\n    def put" in text
+    assert "# notebooks/09_demo.ipynb, cell c0000003\nLIMIT = 3" in text
 
 
 def test_a_method_that_names_its_class_in_super_is_written_bare_in_the_module() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import kubernetes
 import pytest
 
-from helpers import fastjson, listwatch
+from helpers import decode, fastjson, listwatch
 from helpers.informer import strip_managed_fields
 from helpers.listwatch import ListWatch
 
@@ -54,7 +54,7 @@ def swapped() -> Iterator[None]:
 @pytest.mark.parametrize("transform", [None, strip_managed_fields])
 def test_a_list_decodes_to_the_same_objects(indent: int | None, transform: Any) -> None:
     body = list_body([config_map(i) for i in range(50)], indent)
-    standard = listwatch.decode_list(body, transform)
+    standard = decode.decode_list(body, transform)
     fast = fastjson.decode_list(body, transform)
     assert fast == standard
     assert len(fast["items"]) == 50
@@ -63,7 +63,7 @@ def test_a_list_decodes_to_the_same_objects(indent: int | None, transform: Any) 
 
 def test_an_empty_list_and_a_list_without_items_decode_alike() -> None:
     for body in (list_body([]), b'{"kind": "Status", "code": 410}', b"[1, 2]"):
-        assert fastjson.decode_list(body) == listwatch.decode_list(body)
+        assert fastjson.decode_list(body) == decode.decode_list(body)
 
 
 def test_what_orjson_refuses_is_decoded_by_the_standard_library() -> None:
@@ -88,6 +88,7 @@ def test_integers_agree_across_the_64_bit_range_and_differ_only_beyond_it() -> N
 
 def test_install_swaps_listwatch_and_uninstall_restores_it() -> None:
     standard = listwatch.decode_list
+    assert standard is decode.decode_list  # the list and watch decodes with the decoder's own
     fastjson.install()
     try:
         assert fastjson.installed()

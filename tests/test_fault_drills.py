@@ -31,7 +31,6 @@ from helpers import kube
 from helpers.cluster.identity import identity_of
 from helpers.cluster.info import describe
 from helpers.cluster.local import LocalCluster
-from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
 from helpers.faults.control_plane import (
     API_SERVER,
@@ -42,7 +41,8 @@ from helpers.faults.control_plane import (
     revive_after_outage,
     wait_until_api_ready,
 )
-from tests.test_course_cluster_only import CA_PEM
+from helpers.home import CourseHome
+from tests.decoys import CA_PEM
 
 pytestmark = pytest.mark.cluster
 

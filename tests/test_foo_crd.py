@@ -10,8 +10,15 @@ from kubernetes.client.exceptions import ApiException
 
 from helpers.cluster.bootstrap import foo_crd_drift
 from helpers.controller import foo_body
-from helpers.foo_crd import FIELDS, extend_foo_crd, foo_crd_additions, restore_foo_crd
-from helpers.reconcile import extend_foo_status, restore_foo_status, status_is_extended
+from helpers.foo_crd import (
+    FIELDS,
+    extend_foo_crd,
+    extend_foo_status,
+    foo_crd_additions,
+    restore_foo_crd,
+    restore_foo_status,
+    status_is_extended,
+)
 
 pytestmark = pytest.mark.cluster
 

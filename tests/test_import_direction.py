@@ -5,12 +5,16 @@ the Go build (helpers/cluster/). Each module is imported in a fresh interpreter,
 and the ``helpers.cluster`` modules that came with it are compared with what it
 may use:
 
-* the machinery the chapters build (reflector to controller, the program around
-  it, the widgets): nothing of ``helpers.cluster``;
-* ``helpers.kube`` (and what builds on it): only ``helpers.cluster.paths``, a
-  leaf that says where the course keeps its files;
-* the exercise checks, which compact etcd and so must find the cluster, and
-  ``helpers.cluster`` itself: anything.
+* every module of ``helpers`` (the machinery the chapters build, the program
+  around it, the widgets, and connecting to a cluster: ``helpers.kube`` finds
+  the course's kubeconfig through :mod:`helpers.home`, a leaf outside
+  ``helpers.cluster``): nothing of ``helpers.cluster``, with no exception;
+* the exercise checks, which compact etcd and so must find the cluster, the
+  fault drills, which stop the API server, and ``helpers.cluster`` itself:
+  anything.
+
+The same rule is checked in the code too (an import inside a function counts):
+no module outside those may name ``helpers.cluster`` at all.
 """
 
 from __future__ import annotations
@@ -24,8 +28,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 MAY_LOAD_ANYTHING = ("helpers.cluster", "helpers.exercises.", "helpers.faults")
-PATHS_ONLY = {"helpers.cluster", "helpers.cluster.paths"}
-USES_PATHS = {"helpers.kube", "helpers.namespaces", "helpers.workshop_mode", "helpers.program"}
 
 
 def course_modules() -> list[str]:
@@ -62,18 +64,20 @@ def loaded() -> dict[str, set[str]]:
 def test_the_machinery_loads_nothing_of_the_cluster_orchestration(
     loaded: dict[str, set[str]],
 ) -> None:
-    offenders = {
-        module: sorted(found)
-        for module, found in loaded.items()
-        if found and module not in USES_PATHS
-    }
+    offenders = {module: sorted(found) for module, found in loaded.items() if found}
     assert not offenders, f"these modules load cluster orchestration on import: {offenders}"
+    assert loaded["helpers.kube"] == set() and "helpers.home" in course_modules()
 
 
-def test_kube_loads_only_where_the_course_keeps_its_files(loaded: dict[str, set[str]]) -> None:
-    assert loaded["helpers.kube"] <= PATHS_ONLY
-    for module in USES_PATHS:
-        assert loaded[module] <= PATHS_ONLY, f"{module}: {sorted(loaded[module] - PATHS_ONLY)}"
+def test_no_module_below_the_orchestration_names_it() -> None:
+    """No import up into ``helpers.cluster``, not even one inside a function."""
+    graph = helpers_import_graph()
+    offenders = {
+        module: sorted(t for t in targets if t.split(".")[:2] == ["helpers", "cluster"])
+        for module, targets in graph.items()
+        if not module.startswith(MAY_LOAD_ANYTHING)
+    }
+    assert not {module: up for module, up in offenders.items() if up}
 
 
 def test_the_probe_sees_an_import_of_the_orchestration() -> None:
@@ -136,3 +140,22 @@ def test_no_module_of_helpers_imports_itself_round_a_circle() -> None:
 
 def test_the_circle_finder_finds_a_circle() -> None:
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+RECORDERS = ("helpers.timeline", "helpers.chain", "helpers.attribution", "helpers.chain_table")
+"""Modules that record or reason about a record; drawing it is timeline_plot's and swimlanes'."""
+TRANSPORT = ("helpers.listwatch", "helpers.decode")
+
+
+def test_what_records_or_moves_bytes_draws_nothing() -> None:
+    """A recorder loads no plotting library, and neither do the list and watch and the decoder:
+    recording apart from drawing, as swimlanes.py draws what chain.py records."""
+    probe = (
+        "import importlib, sys; [importlib.import_module(m) for m in sys.argv[1:]]; "
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *RECORDERS, *TRANSPORT],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert done.stdout.split() == []

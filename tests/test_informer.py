@@ -37,7 +37,7 @@ from helpers.informer import (
 from helpers.lister import NotFoundError
 from helpers.listwatch import ListWatch, WatchExpired
 from helpers.store import DeletedFinalStateUnknown
-from tests.test_reflector import FakeSource, ListCall, api_error, instant_backoff
+from helpers.testing.fakes import FakeSource, ListCall, api_error, informer_on
 
 GUARD = 10.0
 """Real seconds before a wait that should succeed is declared a failure."""
@@ -96,11 +96,6 @@ class Recorder:
     def wait_for(self, predicate: Callable[[Recorder], bool], timeout: float = GUARD) -> bool:
         with self._cond:
             return self._cond.wait_for(lambda: predicate(self), timeout)
-
-
-def informer_on(source: FakeSource, **kwargs: Any) -> SharedInformer:
-    kwargs.setdefault("backoff", instant_backoff())
-    return SharedInformer(source, name=kwargs.pop("name", "test"), **kwargs)
 
 
 def watching(informer: SharedInformer, watches: int = 1) -> None:

@@ -17,7 +17,7 @@ import pytest
 from helpers import kube
 from helpers.cluster import kind
 from helpers.cluster.kind import COURSE_IMAGES, KindCluster, offline_commands, preload_commands
-from helpers.cluster.paths import CourseHome
+from helpers.home import CourseHome
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = re.compile(r'"image": *"([^"]+)"|image: str = "([^"]+)"')

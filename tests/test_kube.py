@@ -22,8 +22,8 @@ import yaml
 
 from helpers import kube
 from helpers.cluster.existing import single_context
-from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
+from helpers.home import CourseHome
 
 ROOT = Path(__file__).resolve().parents[1]
 

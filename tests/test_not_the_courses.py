@@ -26,10 +26,10 @@ from helpers import rbac
 from helpers.cluster import workshop
 from helpers.cluster.__main__ import main as cluster_main
 from helpers.cluster.local import port_picking_lock
-from helpers.cluster.paths import PRIVATE_FILES, CourseHome
 from helpers.errors import CourseError
+from helpers.home import PRIVATE_FILES, CourseHome
 from helpers.private_files import make_private_dirs, write_private
-from tests.test_course_cluster_only import Decoy, write_decoy_kubeconfig
+from tests.decoys import Decoy, write_decoy_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[1]
 BAD_NAMES = ("..", "../x", "a/b", "Upper", "-dash", "x" * 64)

@@ -17,7 +17,7 @@ import yaml
 
 from helpers import kube
 from helpers.cluster import preflight, workshop
-from helpers.reconcile import STATUS_FIELDS, restore_foo_status
+from helpers.foo_crd import STATUS_FIELDS, restore_foo_status
 
 
 def test_the_table_gives_a_next_step_for_each_problem_only() -> None:

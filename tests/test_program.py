@@ -9,6 +9,7 @@ in exit code 0 within a stated time, with the Lease released.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
 import signal
@@ -503,6 +504,8 @@ def test_in_cluster_configuration(
     from helpers.program import connect, default_lease_namespace
     from helpers.startup_checks import who_am_i
 
+    config = kube.default_kubeconfig()
+    monkeypatch.delenv("KUBECONFIG", raising=False)  # as in a Pod: else $KUBECONFIG would win
     core = kubernetes.client.CoreV1Api(api)
     core.create_namespaced_service_account(namespace, {"metadata": {"name": "in-pod"}})
     account = tmp_path / "serviceaccount"
@@ -510,7 +513,7 @@ def test_in_cluster_configuration(
     (account / "token").write_text(rbac.service_account_token(api, namespace, "in-pod"))
     shutil.copy(api.configuration.ssl_ca_cert, account / "ca.crt")
     (account / "namespace").write_text(namespace)
-    host, port = api_server_address(kube.default_kubeconfig())
+    host, port = api_server_address(config)
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(port))
 
@@ -519,7 +522,7 @@ def test_in_cluster_configuration(
     assert who_am_i(client) == f"user system:serviceaccount:{namespace}:in-pod"
     assert default_lease_namespace(options, account) == namespace
     # An explicit --kubeconfig still wins over the Pod's identity.
-    explicit = connect(parse_args(["--kubeconfig", str(kube.default_kubeconfig())]), account)
+    explicit = connect(parse_args(["--kubeconfig", str(config)]), account)
     assert who_am_i(explicit) != f"user system:serviceaccount:{namespace}:in-pod"
 
 
@@ -529,7 +532,51 @@ def test_in_cluster_without_a_token_is_one_sentence(
     from helpers.errors import CourseError
     from helpers.program import connect
 
+    monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
     with pytest.raises(CourseError, match="its service account cannot be used"):
         connect(parse_args([]), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "in_pod", "found"),
+    [
+        (["--kubeconfig", "flag"], "a:b", True, ["flag"]),
+        ([], "a:b", True, ["a", "b"]),
+        ([], "", True, []),
+        (["--context", "c"], "", True, ["HOME/.kube/config"]),
+        ([], "", False, ["HOME/.kube/config"]),
+    ],
+)
+def test_the_kubeconfig_is_found_as_controller_runtime_finds_it(
+    flags: list[str],
+    env: str,
+    in_pod: bool,
+    found: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--kubeconfig, else $KUBECONFIG's files, else a Pod's service account ([]), else
+    ~/.kube/config (controller-runtime's loadConfig); never the course's own kubeconfig, even
+    when the course's cluster is up: whoever starts the program names it."""
+    from helpers.home import DEFAULT_CLUSTER_NAME, CourseHome
+    from helpers.program import kubeconfig_files
+
+    home = CourseHome(tmp_path / "course")
+    home.make_cluster_dir(DEFAULT_CLUSTER_NAME)
+    home.kubeconfig(DEFAULT_CLUSTER_NAME).write_text("the course's")
+    monkeypatch.setenv("CFS_HOME", str(home.root))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    if env:
+        monkeypatch.setenv("KUBECONFIG", env.replace(":", os.pathsep))
+    else:
+        monkeypatch.delenv("KUBECONFIG", raising=False)
+    for name in ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
+        if in_pod:
+            monkeypatch.setenv(name, "1")
+        else:
+            monkeypatch.delenv(name, raising=False)
+    expected = [Path(p.replace("HOME", str(tmp_path / "home"))) for p in found]
+    assert kubeconfig_files(parse_args(flags)) == expected

@@ -1,5 +1,6 @@
-"""Chapter 06's bench (helpers/reconcile.py) and playground: the faults are the ones they say,
-the slow watch holds the cache, and the playground comes back after Run All."""
+"""Chapter 06's bench (helpers/reconcile_bench.py) and playground, and the faults they inject
+(helpers/faults/clients.py, slow_watch.py): the faults are the ones they say, the slow watch
+holds the cache, and the playground comes back after Run All."""
 
 from __future__ import annotations
 
@@ -12,14 +13,11 @@ import kubernetes
 import pytest
 
 from helpers import namespaces
-from helpers.reconcile import (
-    Bench,
-    FlakyClients,
-    InjectedFailure,
-    SlowWatch,
-    compare_resource_versions,
-)
-from tests.test_controller import GUARD, RecordingClients, new_foo
+from helpers.faults.clients import FlakyClients, InjectedFailure
+from helpers.faults.slow_watch import SlowWatch
+from helpers.reconcile_bench import Bench
+from helpers.resourceversion import compare_resource_versions
+from helpers.testing.fakes import GUARD, RecordingClients, new_foo
 
 
 def test_flaky_clients_never_fail_an_event() -> None:

@@ -1,7 +1,7 @@
 """The reflector, scenario by scenario, as client-go's reflector_test.go specifies it.
 
-Unit tests drive :class:`Reflector` against :class:`FakeSource`, an in-process
-stand-in for :class:`helpers.listwatch.ListWatch` (like client-go's
+Unit tests drive :class:`Reflector` against :class:`~helpers.testing.fakes.FakeSource`, an
+in-process stand-in for :class:`helpers.listwatch.ListWatch` (like client-go's
 ``fakeControllerSource``: no HTTP, no fake API server), and are named
 ``test_<what>__<UpstreamTest>`` with the upstream test cited. Most call
 ``list_and_watch()`` synchronously, one round at a time, as upstream calls
@@ -17,9 +17,7 @@ import logging
 import socket
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import kubernetes
@@ -29,14 +27,13 @@ from kubernetes.client.exceptions import ApiException
 from helpers.backoff import Backoff
 from helpers.clock import FakeClock, RealClock
 from helpers.cluster.info import describe
+from helpers.decode import decode_list
 from helpers.etcd import EtcdClient
 from helpers.listwatch import (
     ListWatch,
     WatchDisconnected,
     WatchError,
     WatchExpired,
-    decode_list,
-    error_from_status,
 )
 from helpers.reflector import (
     Reflector,
@@ -45,235 +42,24 @@ from helpers.reflector import (
     is_connection_refused,
     is_too_large_resource_version,
 )
+from helpers.testing.fakes import (
+    GUARD,
+    FakeSource,
+    ListCall,
+    ScriptedStream,
+    WatchCall,
+    api_error,
+    instant_backoff,
+    pod,
+    pod_list,
+    status,
+)
 
-GUARD = 10.0
-"""Real seconds before a wait that should succeed is declared a failure."""
-
-
-# --- an in-process stand-in for ListWatch -------------------------------------------
+# --- what the tests add to the fakes ------------------------------------------------
 
 
 class EndOfScript(Exception):
     """Raised by a scripted call to end a synchronous ``list_and_watch`` round."""
-
-
-def status(code: int, reason: str, message: str, **details: Any) -> dict[str, Any]:
-    """A ``Status`` object as the API server sends it."""
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "details": details,
-        "code": code,
-    }
-
-
-def api_error(code: int, reason: str, message: str, **details: Any) -> ApiException:
-    """An ``ApiException`` like the client raises for an error response."""
-    err = ApiException(status=code, reason=reason)
-    err.body = json.dumps(status(code, reason, message, **details))
-    return err
-
-
-def pod(name: str, rv: int | str, namespace: str = "default") -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": namespace, "resourceVersion": str(rv)}}
-
-
-def pod_list(rv: int | str, items: list[dict[str, Any]], cont: str | None = None) -> dict:
-    metadata: dict[str, Any] = {"resourceVersion": str(rv)}
-    if cont:
-        metadata["continue"] = cont
-    return {"kind": "PodList", "apiVersion": "v1", "metadata": metadata, "items": items}
-
-
-class ScriptedStream:
-    """A watch stream fed by the test (or by FakeSource); ``close()`` from any thread."""
-
-    def __init__(self, events: list[dict[str, Any]] | None = None, *, end: bool = False) -> None:
-        self._cond = threading.Condition()
-        self._events: deque[dict[str, Any]] = deque(events or [])
-        self._ended = end
-        self._closed = False
-
-    def __iter__(self) -> ScriptedStream:
-        return self
-
-    def __next__(self) -> dict[str, Any]:
-        with self._cond:
-            ready = self._cond.wait_for(
-                lambda: self._events or self._ended or self._closed, timeout=30.0
-            )
-            if self._closed:
-                raise StopIteration
-            if self._events:
-                event = self._events.popleft()
-                if event["type"] == "ERROR":
-                    self._ended = True
-                    raise error_from_status(event["object"])
-                return event
-            if self._ended:
-                raise StopIteration
-            assert ready is False
-            raise WatchDisconnected("scripted stream idle for 30 s")
-
-    def push(self, type_: str, obj: dict[str, Any]) -> None:
-        with self._cond:
-            self._events.append({"type": type_, "object": copy.deepcopy(obj)})
-            self._cond.notify_all()
-
-    def fail(self, status_object: dict[str, Any]) -> None:
-        """Send an ERROR event; the stream ends after it."""
-        self.push("ERROR", status_object)
-
-    def end(self) -> None:
-        """The server ends the watch normally."""
-        with self._cond:
-            self._ended = True
-            self._cond.notify_all()
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    @property
-    def open(self) -> bool:
-        with self._cond:
-            return not (self._closed or self._ended)
-
-
-@dataclass
-class ListCall:
-    resource_version: str | None
-    limit: int | None
-    continue_token: str | None
-
-
-@dataclass
-class WatchCall:
-    resource_version: str
-    timeout_seconds: int
-    allow_bookmarks: bool
-
-
-class FakeSource:
-    """Objects with resourceVersions, served by ``list()`` and fanned out to ``watch()`` streams.
-
-    ``on_list`` / ``on_watch`` script single calls: they may raise, return a
-    result, or return None for the default behaviour. A new watch replays the
-    changes after its resourceVersion, as the API server does. Changes made
-    with ``broadcast=False`` are seen only by the next LIST (client-go's
-    ``AddDropWatch``/``ModifyDropWatch``).
-    """
-
-    def __init__(self, kind: str = "Pod") -> None:
-        self.kind = kind
-        self._cond = threading.Condition()
-        self.objects: dict[str, dict[str, Any]] = {}
-        self.rv = 0
-        self.list_calls: list[ListCall] = []
-        self.watch_calls: list[WatchCall] = []
-        self.streams: list[ScriptedStream] = []
-        self.history: list[tuple[int, str, dict[str, Any]]] = []  # broadcast changes
-        self.on_list: Callable[[ListCall], dict[str, Any] | None] | None = None
-        self.on_watch: Callable[[WatchCall], ScriptedStream | None] | None = None
-
-    # -- changing the "server" --------------------------------------------------------
-
-    def add(self, name: str, *, broadcast: bool = True) -> dict[str, Any]:
-        return self._change("ADDED", name, broadcast)
-
-    def modify(self, name: str, *, broadcast: bool = True) -> dict[str, Any]:
-        return self._change("MODIFIED", name, broadcast)
-
-    def delete(self, name: str, *, broadcast: bool = True) -> dict[str, Any]:
-        return self._change("DELETED", name, broadcast)
-
-    def reset_watch(self) -> None:
-        """End every open watch with 410 Expired (client-go ``ResetWatch``)."""
-        with self._cond:
-            streams = [s for s in self.streams if s.open]
-        for stream in streams:
-            stream.fail(status(410, "Expired", "too old resource version"))
-
-    def open_streams(self) -> list[ScriptedStream]:
-        with self._cond:
-            return [s for s in self.streams if s.open]
-
-    def _change(self, type_: str, name: str, broadcast: bool) -> dict[str, Any]:
-        with self._cond:
-            self.rv += 1
-            obj = pod(name, self.rv)
-            if type_ == "DELETED":
-                del self.objects[name]
-            else:
-                self.objects[name] = obj
-            streams = []
-            if broadcast:
-                self.history.append((self.rv, type_, obj))
-                streams = [s for s in self.streams if s.open]
-            self._cond.notify_all()
-        for stream in streams:
-            stream.push(type_, obj)
-        return obj
-
-    # -- the ListerWatcher interface ---------------------------------------------------------
-
-    def list(
-        self,
-        resource_version: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-        transform: Any = None,
-    ) -> dict[str, Any]:
-        result = self._list(resource_version, limit, continue_token)
-        if transform is not None and isinstance(result, dict):
-            result = {**result, "items": [transform(i) for i in result.get("items") or []]}
-        return result
-
-    def _list(
-        self, resource_version: str | None, limit: int | None, continue_token: str | None
-    ) -> dict[str, Any]:
-        call = ListCall(resource_version, limit, continue_token)
-        with self._cond:
-            self.list_calls.append(call)
-            self._cond.notify_all()
-        if self.on_list is not None:
-            scripted = self.on_list(call)
-            if scripted is not None:
-                return scripted
-        with self._cond:
-            items = [copy.deepcopy(self.objects[name]) for name in sorted(self.objects)]
-            return pod_list(self.rv, items)
-
-    def watch(
-        self,
-        resource_version: str,
-        timeout_seconds: int,
-        allow_bookmarks: bool = True,
-        read_timeout: float | None = None,
-    ) -> ScriptedStream:
-        call = WatchCall(resource_version, timeout_seconds, allow_bookmarks)
-        with self._cond:
-            self.watch_calls.append(call)
-            self._cond.notify_all()
-        stream = self.on_watch(call) if self.on_watch is not None else None
-        with self._cond:
-            if stream is None:
-                # Like the API server: replay what happened after the requested version.
-                stream = ScriptedStream()
-                for rv, type_, obj in self.history:
-                    if resource_version.isdigit() and rv > int(resource_version):
-                        stream.push(type_, obj)
-            self.streams.append(stream)
-        return stream
-
-    def wait_for(self, predicate: Callable[[FakeSource], bool], timeout: float = GUARD) -> bool:
-        with self._cond:
-            return self._cond.wait_for(lambda: predicate(self), timeout)
 
 
 class RecordingSink:
@@ -319,11 +105,6 @@ class RecordingSink:
     def wait_for(self, predicate: Callable[[RecordingSink], bool], timeout: float = GUARD) -> bool:
         with self._cond:
             return self._cond.wait_for(lambda: predicate(self), timeout)
-
-
-def instant_backoff(clock: FakeClock | None = None) -> Backoff:
-    """A backoff whose delays are zero: counted, logged, never waited."""
-    return Backoff(initial=0.0, jitter=0.0, clock=clock or FakeClock())
 
 
 def make_reflector(source: Any, sink: Any = None, **kwargs: Any) -> Reflector:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cluster.paths import CourseHome
+from helpers.home import CourseHome
 from tests import run_all
-from tests.test_cluster_lifecycle import strays
+from tests.leftovers import strays
 
 pytestmark = pytest.mark.cluster
 
@@ -89,3 +89,23 @@ def test_skips_are_listed_with_their_reasons(tmp_path: Path) -> None:
     # make test says so itself too (a later -r on its command line would replace pyproject's).
     report = [option for option in run_all.PYTEST if option.startswith("-r")]
     assert report and all("s" in option for option in report)
+
+
+def test_drift_stops_make_test_before_the_cluster_starts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A module that differs from its chapter is reported in seconds: no cluster is started."""
+    ran: list[tuple[str, ...]] = []
+
+    def fake_run(*command: str, env: dict[str, str] | None = None) -> int:
+        ran.append(command)
+        return 1 if command[1:] == ("-m", "helpers.export", "--check") else 0
+
+    def no_cluster(*args: object) -> int:
+        raise AssertionError("the cluster was started although a module had drifted")
+
+    monkeypatch.setattr(run_all, "run", fake_run)
+    monkeypatch.setattr(run_all, "with_cluster", no_cluster)
+    assert run_all.main() == 1
+    assert ran[-1][1:] == ("-m", "helpers.export", "--check")
+    assert "differ from their chapters" in capsys.readouterr().out

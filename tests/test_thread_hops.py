@@ -32,8 +32,7 @@ impl = prepare(sys.argv[1], sys.argv[2])
 informer_bench.use_fast_json(impl)  # as measure_events does
 from helpers import fastjson
 from helpers.informer import SharedInformer, wait_for_cache_sync
-from tests.test_informer import informer_on
-from tests.test_reflector import FakeSource
+from helpers.testing.fakes import FakeSource, informer_on
 source = FakeSource()
 source.add("pod1")
 source.add("pod2")

@@ -18,13 +18,19 @@ from matplotlib.image import imread
 
 from helpers.controller import FooController, new_deployment
 from helpers.errors import CourseError
-from helpers.reconcile import FlakyClients
+from helpers.faults.clients import FlakyClients
+from helpers.testing.fakes import (
+    GUARD,
+    CapturingInformer,
+    RecordingClients,
+    RecordingQueue,
+    new_foo,
+)
 from helpers.timeline import (
     FAILED,
     SKIPPED,
     SYNCED,
     InformerEvent,
-    ReconcileTimeline,
     Sync,
     TimelineRecorder,
     caused,
@@ -33,14 +39,8 @@ from helpers.timeline import (
     stale_reads,
     table,
 )
+from helpers.timeline_plot import ReconcileTimeline
 from helpers.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
-from tests.test_controller import (
-    GUARD,
-    CapturingInformer,
-    RecordingClients,
-    RecordingQueue,
-    new_foo,
-)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

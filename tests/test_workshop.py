@@ -24,8 +24,7 @@ from kubernetes.client.exceptions import ApiException
 
 from helpers import kube, namespaces, workshop_mode
 from helpers.cluster import workshop
-from helpers.foo_crd import foo_crd_additions, restore_foo_crd
-from helpers.reconcile import STATUS_FIELDS, restore_foo_status
+from helpers.foo_crd import STATUS_FIELDS, foo_crd_additions, restore_foo_crd, restore_foo_status
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ["notebooks/04_workqueue.ipynb", "notebooks/05_controller.ipynb"]
@@ -99,7 +98,7 @@ def test_attendee_mode_is_claimed_by_the_context_namespace_or_the_environment(
 def test_without_a_claim_nothing_is_asked_of_the_api_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.test_course_cluster_only import Decoy
+    from tests.decoys import Decoy
 
     monkeypatch.delenv(workshop_mode.ATTENDEE_ENV, raising=False)
     with Decoy() as decoy:
@@ -128,7 +127,7 @@ def test_chapter_08s_cluster_roles_become_roles_in_the_namespace() -> None:
     from helpers import rbac
 
     documents = rbac.load_manifests("rbac.yaml", namespace="a-ch08", suffix="-a-ch08")
-    changed = workshop.namespaced_roles(documents, "a-ch08")
+    changed = rbac.namespaced_roles(documents, "a-ch08")
     kinds = [d["kind"] for d in changed]
     assert "ClusterRole" not in kinds and "ClusterRoleBinding" not in kinds
     assert all(d["metadata"].get("namespace") == "a-ch08" for d in changed if "Role" in d["kind"])

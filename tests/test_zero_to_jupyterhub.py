@@ -41,7 +41,7 @@ from kubernetes.client.exceptions import ApiException
 from helpers import kube, workshop_mode
 from helpers.cluster import kubespawner_hook as hook
 from helpers.cluster import workshop
-from helpers.reconcile import STATUS_FIELDS, restore_foo_status
+from helpers.foo_crd import STATUS_FIELDS, restore_foo_status
 from helpers.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -232,7 +232,7 @@ def copied(steps: list[tuple[str, str]]) -> list[str]:
 
 
 def requirement_pins() -> dict[str, str]:
-    from tests.test_environment_files import pip_pins
+    from tests.pins import pip_pins
 
     return pip_pins()
 

@@ -12,7 +12,8 @@ Notebooks never care which: they use the kubeconfig that ``up`` writes (see
     python -m helpers.cluster status
     python -m helpers.cluster down
 
-This package imports nothing when it is imported: importing
-``helpers.cluster.paths`` (as :mod:`helpers.kube` does) must not load the
-backends, the Go build or kind. Import ``helpers.cluster.backends`` for those.
+This package imports nothing when it is imported. Where the course keeps its
+files is :mod:`helpers.home`, outside this package, so that connecting to a
+cluster (:mod:`helpers.kube`) never loads the backends, the Go build or kind.
+Import ``helpers.cluster.backends`` for those.
 """

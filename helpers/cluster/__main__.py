@@ -12,10 +12,10 @@ from kubernetes.client.exceptions import ApiException
 from .. import kube
 from ..apierrors import explain
 from ..errors import CourseError
+from ..home import DEFAULT_CLUSTER_NAME, CourseHome, check_cluster_name, remove_cluster_dir
 from .backends import choose_backend, cluster_for, local_cluster, recorded_backend
 from .build import ensure_all_built
 from .local import LocalCluster
-from .paths import DEFAULT_CLUSTER_NAME, CourseHome, check_cluster_name, remove_cluster_dir
 
 Runner = Callable[[CourseHome, argparse.Namespace], int]
 

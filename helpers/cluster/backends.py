@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import CourseError
+from ..home import CourseHome
 from .existing import ExistingCluster
 from .kind import KindCluster, docker_available, kind_available, kind_clusters
 from .local import LocalCluster
-from .paths import CourseHome
 
 
 class Backend(Protocol):

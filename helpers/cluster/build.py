@@ -8,7 +8,7 @@ small wrapper modules in ``cluster/go/`` pin the versions and hold the
 ``go.sum`` that makes the build reproducible.
 
 A cold build takes tens of minutes on two cores, so results go to a cache
-outside the checkout (see :mod:`helpers.cluster.paths`), keyed by the module's
+outside the checkout (see :mod:`helpers.home`), keyed by the module's
 version, the Go version, and a hash of its ``go.mod``, ``go.sum`` and the build
 recipe (flags, environment, packages). A second ``up`` finds them and starts in
 seconds; a changed pin or flag builds a new folder beside the old one, which
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CourseError
-from .paths import CourseHome
+from ..home import CourseHome
 from .progress import step
 
 GO_MODULES_DIR = Path(__file__).resolve().parents[2] / "cluster" / "go"

@@ -16,10 +16,10 @@ import yaml
 
 from .. import kube
 from ..errors import CourseError
+from ..home import CourseHome, remove_cluster_dir
 from ..private_files import write_private
 from . import bootstrap
 from .identity import record_state
-from .paths import CourseHome, remove_cluster_dir
 
 
 @dataclass

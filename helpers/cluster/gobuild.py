@@ -38,8 +38,8 @@ import tempfile
 from pathlib import Path
 
 from ..errors import CourseError
+from ..home import CourseHome
 from . import build
-from .paths import CourseHome
 
 BENCHMARKS_GO_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "go"
 

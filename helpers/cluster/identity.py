@@ -29,8 +29,8 @@ from pathlib import Path
 
 from .. import kube
 from ..errors import CourseError
+from ..home import STATE_FILE, CourseHome
 from ..private_files import write_private
-from .paths import STATE_FILE, CourseHome
 
 ALLOW_ENV = "CFS_ALLOW_CLUSTER"
 """Set to :func:`allow_value` of a cluster to let the tests and benchmarks run on it anyway."""

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import kube
+from ..home import CourseHome
 from .local import LocalCluster
-from .paths import CourseHome
 
 BACKENDS = ("local", "kind", "existing")
 
@@ -32,7 +32,7 @@ class ClusterInfo:
         return f"backend: {label}\ncontext: {self.context}\nserver:  {self.server}"
 
 
-def describe(kubeconfig: str | Path | None = None, context: str | None = None) -> ClusterInfo:
+def describe(kubeconfig: kube.KubeconfigArg = None, context: str | None = None) -> ClusterInfo:
     """Describe the cluster ``kubeconfig`` (default: as :func:`kube.connect` finds it) points at.
 
     The backend comes from what ``up`` recorded beside the kubeconfig it wrote

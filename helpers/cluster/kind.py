@@ -16,9 +16,9 @@ from pathlib import Path
 
 from .. import kube
 from ..errors import CourseError
+from ..home import CourseHome, remove_cluster_dir
 from . import bootstrap
 from .identity import record_state
-from .paths import CourseHome, remove_cluster_dir
 from .progress import step
 
 KIND_CONFIG = Path(__file__).resolve().parents[2] / "kind-config.yaml"

@@ -34,10 +34,10 @@ import yaml
 
 from .. import kube
 from ..errors import CourseError
+from ..home import CourseHome, remove_cluster_dir
 from . import bootstrap, processes
 from .build import KUBERNETES, ensure_all_built
 from .identity import record_state
-from .paths import CourseHome, remove_cluster_dir
 from .processes import Identity
 from .progress import step
 

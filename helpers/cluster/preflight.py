@@ -36,8 +36,8 @@ from kubernetes.client.exceptions import ApiException
 from .. import kube, workshop_mode
 from ..apierrors import explain
 from ..errors import CourseError
+from ..home import CourseHome
 from ..startup_checks import Permission
-from .paths import CourseHome
 
 ROOT = Path(__file__).resolve().parents[2]
 MIN_PYTHON = (3, 11)

@@ -50,6 +50,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from ..errors import CourseError
+from ..home import CourseHome
 from ..kube import connect
 from ..private_files import make_private_dirs, write_private
 from ..workshop_mode import (
@@ -59,7 +60,6 @@ from ..workshop_mode import (
     service_account,
 )
 from .bootstrap import install_foo_crd
-from .paths import CourseHome
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_ROLE = "cfs-workshop-attendee"
@@ -417,7 +417,7 @@ def check_server(server: str, *, allow_loopback: bool = False) -> str:
 def prepare_cluster(api: kubernetes.client.ApiClient) -> ClusterFacts:
     """What every attendee shares (once per cluster; idempotent); the facts their namespaces
     are fitted to."""
-    from ..reconcile import extend_foo_status
+    from ..foo_crd import extend_foo_status
 
     install_foo_crd(api, timeout=60)
     extend_foo_status(api)  # chapter 06's fields, once for all: attendees cannot change a CRD
@@ -551,7 +551,7 @@ def down(api: kubernetes.client.ApiClient, names: list[str] | None = None) -> li
     gone("ValidatingAdmissionPolicyBinding",
          admission.delete_validating_admission_policy_binding, POD_POLICY)  # fmt: skip
     gone("ValidatingAdmissionPolicy", admission.delete_validating_admission_policy, POD_POLICY)
-    from ..reconcile import restore_foo_status
+    from ..foo_crd import restore_foo_status
 
     restore_foo_status(api)
     removed.append("chapter 06's status fields from the Foo CRD")
@@ -576,28 +576,6 @@ def restore_chapter_10_crd(api: kubernetes.client.ApiClient) -> str:
 
     restore_foo_crd(api)
     return "chapter 10's fields and rule from the Foo CRD"
-
-
-def namespaced_roles(documents: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
-    """``documents`` with ClusterRoles and their bindings turned into namespaced ones.
-
-    For chapter 08 in attendee mode: an attendee may not create cluster-wide
-    roles, and a controller run with ``--namespace`` needs its rights in that
-    namespace only, which a Role grants the same way.
-    """
-    changed = []
-    for document in documents:
-        document = json.loads(json.dumps(document))
-        if document["kind"] == "ClusterRole":
-            document["kind"] = "Role"
-            document["metadata"]["namespace"] = namespace
-        elif document["kind"] == "ClusterRoleBinding":
-            document["kind"] = "RoleBinding"
-            document["metadata"]["namespace"] = namespace
-            if document["roleRef"]["kind"] == "ClusterRole":
-                document["roleRef"]["kind"] = "Role"
-        changed.append(document)
-    return changed
 
 
 def _names(args: argparse.Namespace) -> list[str]:

@@ -234,7 +234,9 @@ def _expired_lists(api: kubernetes.client.ApiClient, namespace: str) -> tuple[in
     # Two writes after the list, so that the revision we compact at is newer than `old`.
     for n in range(2):
         core.patch_namespaced_pod_template(name, namespace, {"metadata": {"labels": {"n": str(n)}}})
-    etcd = EtcdClient(describe().etcd_url)
+    etcd_url = describe().etcd_url
+    assert etcd_url is not None, "the check makes sure the cluster gives etcd access first"
+    etcd = EtcdClient(etcd_url)
     etcd.compact(etcd.revision())
     statuses = []
     for limit in (None, 500):

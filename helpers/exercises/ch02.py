@@ -49,6 +49,7 @@ from ..etcd import EtcdClient
 from ..listwatch import ListWatch, WatchDisconnected, WatchStream, error_from_status
 from ..reflector import Reflector
 from ..store import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer, namespace_index_func
+from ..testing.fakes import FakeSource, ListCall, ScriptedStream, StaticSource, WatchCall
 from . import CannotCheck, Verdict, correct, not_attempted, wrong
 
 EXERCISE = {1: "1", 2: "2", 3: "2", 4: "3", 5: "1"}
@@ -118,19 +119,24 @@ class _Decided(BaseException):
     """Ends a scripted run at the reflector's next request (the reflector's loop lets it pass)."""
 
 
+_POOL = urllib3.HTTPConnectionPool("localhost")
+"""The pool a failure names, as urllib3's do (it never connects)."""
+
+
 def _failure(cause: int | str | None) -> BaseException:
     """The exception the course's client raises for a failed request."""
     url = "/api/v1/configmaps"
     if cause == "refused":
         refused = urllib3.exceptions.NewConnectionError(
-            None, "Failed to establish a new connection: [Errno 111] Connection refused"
+            urllib3.connection.HTTPConnection("localhost"),  # made, never connected
+            "Failed to establish a new connection: [Errno 111] Connection refused",
         )
-        return urllib3.exceptions.MaxRetryError(None, url, refused)
+        return urllib3.exceptions.MaxRetryError(_POOL, url, refused)
     if cause == "reset":
         reset = ConnectionResetError(104, "Connection reset by peer")
         return urllib3.exceptions.ProtocolError("Connection aborted.", reset)
     if cause == "timeout":
-        return urllib3.exceptions.ReadTimeoutError(None, url, "Read timed out.")
+        return urllib3.exceptions.ReadTimeoutError(_POOL, url, "Read timed out.")
     assert isinstance(cause, int), cause
     return ApiException(status=cause, reason=HTTPStatus(cause).phrase)
 
@@ -165,39 +171,32 @@ class _EndingStream:
         pass
 
 
-class _EndingSource:
-    """A ListerWatcher that plays one ending and notes which request comes next."""
+def _ending_source(ending: Ending, clock: FakeClock) -> FakeSource:
+    """A source that plays one ending; its second LIST or WATCH (the next request) ends the run."""
+    source = FakeSource(kind="ConfigMap")
 
-    def __init__(self, ending: Ending, clock: FakeClock) -> None:
-        self._ending = ending
-        self._clock = clock
-        self.lists = 0
-        self.watches = 0
-        self.next_request = ""
-
-    def list(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        self.lists += 1
-        if self.lists == 2:
-            self.next_request = "list"
+    def on_list(call: ListCall) -> dict[str, Any]:
+        if len(source.list_calls) == 2:
             raise _Decided
-        if self._ending.stage == "list":
-            raise _failure(self._ending.cause)
+        if ending.stage == "list":
+            raise _failure(ending.cause)
         return copy.deepcopy(SCRIPT_LIST)
 
-    def watch(self, *args: Any, **kwargs: Any) -> _EndingStream:
-        self.watches += 1
-        if self.watches == 2:
-            self.next_request = "watch"
+    def on_watch(call: WatchCall) -> _EndingStream:
+        if len(source.watch_calls) == 2:
             raise _Decided
-        if self._ending.stage == "watch request":
-            raise _failure(self._ending.cause)
-        return _EndingStream(self._ending, self._clock)
+        if ending.stage == "watch request":
+            raise _failure(ending.cause)
+        return _EndingStream(ending, clock)
+
+    source.on_list, source.on_watch = on_list, on_watch
+    return source
 
 
 def reflector_next_action(ending: Ending) -> str:
     """Run the course's reflector through ``ending``: ``"watch"`` or ``"list"`` comes next."""
     clock = FakeClock()
-    source = _EndingSource(ending, clock)
+    source = _ending_source(ending, clock)
     backoff = Backoff(initial=0.0, jitter=0.0, clock=clock)  # no wait: the script is instant
     reflector = Reflector(source, Indexer(), name="exercise-1", backoff=backoff)
     logger = logging.getLogger("helpers.reflector")
@@ -207,12 +206,14 @@ def reflector_next_action(ending: Ending) -> str:
             reflector.run()
     finally:
         logger.disabled = was_disabled
-    return source.next_request
+    return (
+        "list" if len(source.list_calls) == 2 else "watch" if len(source.watch_calls) == 2 else ""
+    )
 
 
 def reflector_relist_resource_version(last: str, unavailable: bool) -> str:
     """The resourceVersion the course's reflector LISTs at, in that state."""
-    reflector = Reflector(_ScriptedSource(), Indexer(), name="exercise-1")
+    reflector = Reflector(StaticSource(), Indexer(), name="exercise-1")
     reflector._last_sync_rv, reflector._rv_unavailable = last, unavailable
     return reflector._relist_resource_version()
 
@@ -298,22 +299,6 @@ class _ScriptDone(Exception):
     """Ends the scripted round once the second watch has been asked for."""
 
 
-class _ScriptedStream:
-    """A finished watch: the scripted events, then a normal close."""
-
-    def __init__(self, events: list[dict[str, Any]]) -> None:
-        self._events = iter(copy.deepcopy(events))
-
-    def __iter__(self) -> _ScriptedStream:
-        return self
-
-    def __next__(self) -> dict[str, Any]:
-        return next(self._events)
-
-    def close(self) -> None:
-        pass
-
-
 def _config_map(name: str, version: str) -> dict[str, Any]:
     return {"metadata": {"namespace": "shop", "name": name, "resourceVersion": version}}
 
@@ -324,47 +309,34 @@ SCRIPT_LIST = {
     "metadata": {"resourceVersion": "120"},
     "items": [_config_map("apple", "101"), _config_map("banana", "115")],
 }
-SCRIPT_WATCH = [
+SCRIPT_WATCH: list[dict[str, Any]] = [
     {"type": "MODIFIED", "object": _config_map("apple", "130")},
     {"type": "BOOKMARK", "object": {"kind": "ConfigMap", "metadata": {"resourceVersion": "150"}}},
 ]
 
 
-class _ScriptedSource:
-    """A ListerWatcher that plays exercise 2's script and records where each watch starts."""
+def _scripted_source() -> FakeSource:
+    """A source that plays exercise 2's script (its LIST, then a watch that ends); the second
+    WATCH ends the round."""
+    source = FakeSource(kind="ConfigMap")
 
-    def __init__(self) -> None:
-        self.watched_from: list[str] = []
-
-    def list(
-        self,
-        resource_version: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-        transform: Any = None,
-    ) -> dict[str, Any]:
-        return copy.deepcopy(SCRIPT_LIST)
-
-    def watch(
-        self,
-        resource_version: str,
-        timeout_seconds: int,
-        allow_bookmarks: bool = True,
-        read_timeout: float | None = None,
-    ) -> _ScriptedStream:
-        self.watched_from.append(resource_version)
-        if len(self.watched_from) == 2:
+    def on_watch(call: WatchCall) -> ScriptedStream:
+        if len(source.watch_calls) == 2:
             raise _ScriptDone
-        return _ScriptedStream(SCRIPT_WATCH)
+        return ScriptedStream(SCRIPT_WATCH, end=True)
+
+    source.on_list = lambda call: copy.deepcopy(SCRIPT_LIST)
+    source.on_watch = on_watch
+    return source
 
 
 def scripted_watch_versions() -> list[str]:
     """Run the course's reflector on exercise 2's script: the versions of its two watches."""
-    source = _ScriptedSource()
+    source = _scripted_source()
     reflector = Reflector(source, Indexer(), name="exercise-2")
     with contextlib.suppress(_ScriptDone):
         reflector.list_and_watch()
-    return source.watched_from
+    return [call.resource_version for call in source.watch_calls]
 
 
 def check_2(answer: tuple[str, str] | None) -> Verdict:
@@ -624,7 +596,9 @@ def _judge_follow(
         namespace, {"metadata": {"generateName": "exercise-tick-"}}
     ).metadata.name
     core.patch_namespaced_config_map(tick, namespace, {"data": {"n": "1"}})
-    etcd = EtcdClient(describe().etcd_url)
+    etcd_url = describe().etcd_url
+    assert etcd_url is not None, "the check makes sure the cluster gives etcd access first"
+    etcd = EtcdClient(etcd_url)
     etcd.compact(etcd.revision())
     if not observed.wait_for(lambda: source.lists >= 2 or not worker.is_alive()):
         return wrong(

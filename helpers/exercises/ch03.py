@@ -317,8 +317,10 @@ def _relists(rng: random.Random) -> list[tuple[str, dict[str, Any], list[Any]]]:
         listed = []
         for name in sorted(rng.sample(names, 5)):
             old = cached.get(name)
-            same = old is not None and rng.random() < 0.5
-            listed.append(dict(old) if same else _fruit(name, rng.randint(51, 99)))
+            if old is not None and rng.random() < 0.5:
+                listed.append(dict(old))
+            else:
+                listed.append(_fruit(name, rng.randint(51, 99)))
         cases.append((f"random re-list {n + 1}", _keyed(*cached.values()), listed))
     return cases
 

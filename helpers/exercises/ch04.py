@@ -40,6 +40,7 @@ def _exercise_1_run() -> tuple[int, list[str]]:
     q.add("b")
     q.add("a")
     item, _ = q.get()
+    assert item is not None  # a queue not shut down hands out an item
     q.add("a")
     q.add("c")
     q.add("b")
@@ -48,6 +49,7 @@ def _exercise_1_run() -> tuple[int, list[str]]:
     order = []
     while q.len():
         got, _ = q.get()
+        assert got is not None
         order.append(got)
         q.done(got)
     q.shut_down()

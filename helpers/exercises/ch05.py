@@ -140,6 +140,7 @@ def check_1(answer: str | None, api: kubernetes.client.ApiClient, namespace: str
     """What a controller does on start about a delete it never saw: checked on the cluster."""
     if (unanswered := _not_a_choice("1", answer)) is not None:
         return unanswered
+    assert answer is not None  # _not_a_choice answered a missing one
     namespaces.ensure_namespace(api, namespace)
     took = _controller_down_then_up(api, namespace)
     if answer != ANSWER_1:
@@ -443,7 +444,7 @@ def _judge_dry(situation: str, foo: dict[str, Any], clients: _Recorded, raised: 
         owner = controller_of(body) or {}
         if body["spec"].get("replicas") != wanted or owner.get("uid") != foo["metadata"]["uid"]:
             return "the Deployment it wrote is not new_deployment(foo): replicas or owner differ"
-    available = 2 if situation.startswith("its Deployment") else 0
+    available: int | None = 2 if situation.startswith("its Deployment") else 0
     if situation.startswith("the Foo scaled"):
         available = None  # what the update answered: our recording clients keep the old status
     got = clients.status_written()
@@ -549,6 +550,8 @@ def _reconcile_on_cluster(
     )
     controller = FooController.new(api, namespace=namespace)
     failures: list[str] = []
+    # The learner's reconcile in place of this one controller's sync_handler (mypy refuses any
+    # assignment to a method, hence the ignore).
     controller.sync_handler = lambda key: _learner_sync(controller, reconcile, failures, key)  # type: ignore[method-assign]
     stop = StopEvent()
     runner = threading.Thread(

@@ -25,7 +25,8 @@ from kubernetes.client.exceptions import ApiException
 
 from .. import namespaces
 from ..apierrors import explain
-from ..chain import YOU, ChainRecorder, Change, names, pod_counts, state
+from ..attribution import YOU, Change, names, pod_counts, state
+from ..chain import ChainRecorder
 from ..errors import CourseError
 from ..waiting import wait_for
 from . import CannotCheck, Verdict, correct, not_attempted, wrong
@@ -129,7 +130,7 @@ def _not_ready(core: kubernetes.client.CoreV1Api, namespace: str, pod: str) -> N
         "state": {"waiting": {"reason": "CrashLoopBackOff"}},
         "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
     }  # fmt: skip
-    status = {"conditions": [{"type": "Ready", "status": "False"}]}
+    status: dict[str, Any] = {"conditions": [{"type": "Ready", "status": "False"}]}
     status["containerStatuses"] = [container]
     core.patch_namespaced_pod_status(pod, namespace, {"status": status}, field_manager=YOU)
 
@@ -174,13 +175,13 @@ def check_1(
     ):
         return wrong("1", f"answer_1 should give a whole number for each of {list(KEYS_1)}")
     if not _kwok_only(api):
-        return CannotCheck("1", NEEDS_KWOK)
+        return CannotCheck("1", "not attempted yet", NEEDS_KWOK)
     namespace = namespaces.ensure_namespace(api, namespace)
     _say("1", "running the drill on the cluster (a few seconds)")
     try:
         seen = _drill_1(api, namespace)
     except _Unfinished as err:
-        return CannotCheck("1", f"the cluster did not finish the drill: {err}")
+        return CannotCheck("1", "not attempted yet", f"the cluster did not finish the drill: {err}")
     differ = [key for key in KEYS_1 if answer[key] != seen[key]]
     if differ:
         key = differ[0]
@@ -265,13 +266,15 @@ def check_2(
             '"first to go": "not Ready" or "Ready"}',
         )
     if not _kwok_only(api):
-        return CannotCheck("2", NEEDS_KWOK)
+        return CannotCheck("2", "not attempted yet", NEEDS_KWOK)
     namespace = namespaces.ensure_namespace(api, namespace)
     _say("2", "running the rolling update on the cluster (a few seconds)")
     try:
         seen = _drill_2(api, namespace)
     except _Unfinished as err:
-        return CannotCheck("2", f"the cluster did not get the Deployment ready: {err}")
+        return CannotCheck(
+            "2", "not attempted yet", f"the cluster did not get the Deployment ready: {err}"
+        )
     differ = [key for key in KEYS_2 if answer[key] != seen[key]]
     if differ:
         key = differ[0]
@@ -389,6 +392,7 @@ def _judge_3(
         if err.status == 403:  # the account may not: the answer cannot be judged here
             return CannotCheck(
                 "3",
+                "not attempted yet",
                 f"this account may not do that here ({explain(err)}); a workshop attendee "
                 "may not create Bindings: compare with notebooks/solutions/ch07.py",
             )
@@ -422,7 +426,8 @@ def _judge_3(
         )
     if not _runs(core, namespace, name):
         return CannotCheck(
-            "3", f"Pod {name} is bound to {node}, and that node did not run it within "
+            "3", "not attempted yet",
+            f"Pod {name} is bound to {node}, and that node did not run it within "
             f"{TIMEOUT:.0f} s: look at the node (`python -m helpers.cluster logs`)",
         )  # fmt: skip
     return correct("3", f"a Binding: the API server set spec.nodeName to {node}, and it runs{note}")

@@ -716,8 +716,9 @@ def check_4(answer: str | None, api: kubernetes.client.ApiClient, namespace: str
                  timeout=WAIT_4_SECONDS, **foos)  # fmt: skip
     except CourseError as slow:
         _leave_nothing_of_4(api, namespace)
-        return CannotCheck("2", f"the cluster did not get there: {slow.problem} Run the check "
-                                "again; if it says this twice, look at the cluster.")  # fmt: skip
+        return CannotCheck("2", "not attempted yet",
+                           f"the cluster did not get there: {slow.problem} Run the check "
+                           "again; if it says this twice, look at the cluster.")  # fmt: skip
     if answer == seen == "b":
         return correct(
             "2",
@@ -916,11 +917,11 @@ def check_6(
                               f"{'landed' if landed else 'did not land'}")  # fmt: skip
     racing = _RacingCore(core, MAP_6, 12)
     said = _attempt(fenced_write, racing, namespace, 11, {"writer": "eleven", "n": "1"})
-    token, data = _stored(core, namespace)
+    stored_token, stored_data = _stored(core, namespace)
     if not racing.raced:
         return wrong("2", "your function never read the ConfigMap: it cannot know whether a "
                           "newer leader wrote")  # fmt: skip
-    if token != "12" or data.get("writer") != "three":
+    if stored_token != "12" or stored_data.get("writer") != "three":
         return wrong(
             "2",
             "a leader with token 12 wrote between your read and your write, and "

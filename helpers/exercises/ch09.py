@@ -149,6 +149,8 @@ class WritesIntoTheCache(FooController):
 
     def update_foo_status(self, foo: Mapping[str, Any], deployment: Mapping[str, Any]) -> None:
         available = (deployment.get("status") or {}).get("availableReplicas", 0)
+        # On purpose, the bug this exercise shows: a write into the informer's own object (a dict
+        # behind the Mapping the handler is given, hence the ignore).
         foo.setdefault("status", {})["availableReplicas"] = available  # type: ignore[attr-defined]
         self.clients.update_foo_status(foo["metadata"]["namespace"], dict(foo))
 

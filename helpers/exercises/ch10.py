@@ -243,7 +243,8 @@ def check_4(rule: Any, api: kubernetes.client.ApiClient, namespace: str) -> Verd
         return wrong(exercise, 'answer with a dict {"rule": "<CEL>", "message": "<a sentence>"}')
     if workshop_mode.attendee() is not None:
         return CannotCheck(
-            exercise, "cannot check in a workshop: it needs to change the Foo CRD, which an "
+            exercise, "not attempted yet",
+            "cannot check in a workshop: it needs to change the Foo CRD, which an "
             "attendee may not; compare your rule with solutions/ch10.py"
         )  # fmt: skip
     namespace = namespaces.ensure_namespace(api, namespace)

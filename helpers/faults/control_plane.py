@@ -18,8 +18,8 @@ from helpers import kube
 from helpers.cluster.identity import created_clusters, identity_of
 from helpers.cluster.info import ClusterInfo, _course_record, describe
 from helpers.cluster.local import LocalCluster, tail
-from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
+from helpers.home import CourseHome
 
 
 def local_cluster(

@@ -180,10 +180,9 @@ class TcpProxy:
 
     def _pump(self, pair: Pair, flowing: threading.Event) -> None:
         client, upstream = pair
-        peer = {client: upstream, upstream: client}
-        with selectors.DefaultSelector() as selector:
-            selector.register(client, selectors.EVENT_READ)
-            selector.register(upstream, selectors.EVENT_READ)
+        with selectors.DefaultSelector() as selector:  # each socket's data: (it, its peer)
+            selector.register(client, selectors.EVENT_READ, (client, upstream))
+            selector.register(upstream, selectors.EVENT_READ, (upstream, client))
             try:
                 while not self._stop.is_set():
                     if not flowing.is_set():  # stalled: read nothing, send nothing, stay open
@@ -192,12 +191,13 @@ class TcpProxy:
                     for key, _ in selector.select(timeout=0.5):
                         if not flowing.is_set():  # stalled while we waited: leave it unread
                             break
-                        data = key.fileobj.recv(65536)
+                        source, sink = key.data
+                        data = source.recv(65536)
                         if not data:
                             return
                         if self._delay:
                             self._hold_back(time.monotonic())
-                        peer[key.fileobj].sendall(data)
+                        sink.sendall(data)
             except OSError:
                 return
             finally:

@@ -2,6 +2,7 @@
 # notebooks/09a_testing_a_controller.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/09a_testing_a_controller.ipynb, cell 7417824d
 """The whole controller against a real API server, in a test: start it, act, wait, stop.
 
 controller-runtime counterpart: a test on ``envtest`` (a real kube-apiserver
@@ -21,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import kubernetes
 from kubernetes.client.exceptions import ApiException
@@ -45,12 +46,11 @@ from helpers.faults.expired_watch import ExpiringListWatch
 from helpers.informer import SharedInformer, wait_for_cache_sync
 from helpers.listwatch import ListWatch
 from helpers.store import DeletedFinalStateUnknown
+from helpers.timeline import TimelineRecorder
 from helpers.workqueue import RateLimitingQueue
 
-if TYPE_CHECKING:
-    from helpers.timeline import TimelineRecorder
 
-
+# notebooks/09a_testing_a_controller.ipynb, cell cf1cba6a
 def refused(error: Exception | None) -> bool:
     """Will the API server refuse this write again, however often it is retried? A heuristic
     for tests: a 4xx other than 404, 409 and 429 (a 422 Invalid, a 400 BadRequest).
@@ -67,6 +67,7 @@ def refused(error: Exception | None) -> bool:
     )
 
 
+# notebooks/09a_testing_a_controller.ipynb, cell ad2b2f22
 @dataclass(eq=False)  # each sync is itself: two alike are still two
 class SyncRecord:
     """One sync of one key: the writes it made (verb, name, error), and how it ended."""
@@ -138,6 +139,7 @@ class SyncLog:
             )  # fmt: skip
 
 
+# notebooks/09a_testing_a_controller.ipynb, cell bd206525
 RUN_LABEL = "controllers-from-scratch/test-run"
 """The label that gives each controller under test its own Foos: several can share a namespace."""
 
@@ -245,6 +247,7 @@ class ControllerUnderTest:
             name="test-listener",
         )
 
+    # notebooks/09a_testing_a_controller.ipynb, cell 3c587e16
     def converged(self, name: str) -> bool:
         """Foo ``name`` has the Deployment it asks for, and a status (from the test's own view)."""
         foo = self.foo(name)
@@ -259,6 +262,7 @@ class ControllerUnderTest:
             and "availableReplicas" in (foo.get("status") or {})
         )
 
+    # notebooks/09a_testing_a_controller.ipynb, cell 01a649fd
     def wait_until(
         self,
         condition: Callable[[], bool],
@@ -277,13 +281,14 @@ class ControllerUnderTest:
                 if refusal is not None:
                     raise AssertionError(
                         f"waiting for {what}: a sync of {refusal.key} failed with an error the "
-                        f"API server will repeat: {explain(refusal.error)}"  # type: ignore[arg-type]
+                        f"API server will repeat: {explain(refusal.error)}"
                     )
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise AssertionError(f"not within {timeout:g} s: {what}")
                 self.changed.wait(left)
 
+    # notebooks/09a_testing_a_controller.ipynb, cell df246eb4
     def __enter__(self) -> ControllerUnderTest:
         self.start()
         return self
@@ -517,8 +522,6 @@ class ControllerUnderTest:
 
         It records until the controller stops: detaching it sooner would silence the log too.
         """
-        from helpers.timeline import TimelineRecorder  # matplotlib: only for a test that draws
-
         recorder = TimelineRecorder(self.controller)  # it observes the controller, the log no more
         self.controller.observe(_Observers(self.log, recorder))  # now both do
         return recorder

@@ -2,6 +2,7 @@
 # notebooks/09a_testing_a_controller.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/09a_testing_a_controller.ipynb, cell 598dd200
 """The sync handler alone: caches filled by hand, clients that only record.
 
 client-go counterpart: sample-controller's ``controller_test.go`` and
@@ -49,6 +50,7 @@ class Action:
         return f"{self.verb} {self.resource}"
 
 
+# notebooks/09a_testing_a_controller.ipynb, cell 2b7baef7
 class RecordingClients:
     """The controller's clients, recording each write instead of making it."""
 
@@ -76,6 +78,7 @@ class RecordingClients:
         return copy.deepcopy(action.obj)  # a fake clientset answers with the object as sent
 
 
+# notebooks/09a_testing_a_controller.ipynb, cell 43e826d8
 class NotWatched:
     """The list-watch of an informer that is never started: its cache is filled by hand."""
 
@@ -151,6 +154,7 @@ def sync_once(
     return SyncOutcome(clients.actions, clients.events, error, controller)
 
 
+# notebooks/09a_testing_a_controller.ipynb, cell c1b0099f
 def cached_foo(
     name: str, replicas: int | None = 1, *, namespace: str = "default"
 ) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 # notebooks/04_workqueue.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/04_workqueue.ipynb, cell e2d9b2b9
 """A work queue that can add an item later.
 
 client-go counterpart: ``delayingType`` (``TypedDelayingInterface``), its
@@ -30,6 +31,7 @@ from helpers.workqueue.queue import Queue, T
 HEARTBEAT = 10.0
 
 
+# notebooks/04_workqueue.ipynb, cell 7c19eabb
 @dataclass(order=True)
 class _Entry(Generic[T]):
     ready_at: float
@@ -37,6 +39,7 @@ class _Entry(Generic[T]):
     item: T = field(compare=False)
 
 
+# notebooks/04_workqueue.ipynb, cell 236d7164
 class DelayingQueue(Queue[T]):
     """A ``Queue`` with ``add_after``."""
 
@@ -63,6 +66,7 @@ class DelayingQueue(Queue[T]):
         )
         self._loop_thread.start()
 
+    # notebooks/04_workqueue.ipynb, cell ac49131f
     def add_after(self, item: T, delay: float) -> None:
         """Add ``item`` after ``delay`` seconds; an item already waiting keeps the earlier time."""
         if self.shutting_down():
@@ -84,12 +88,14 @@ class DelayingQueue(Queue[T]):
             self._changed = True
             self._wake.notify()
 
+    # notebooks/04_workqueue.ipynb, cell 78aa5a6f
     def waiting(self) -> list[tuple[T, float]]:
         """``(item, ready_at)`` for every item still waiting, soonest first."""
         with self._wake:
             entries = sorted(self._waiting.values())
         return [(entry.item, entry.ready_at) for entry in entries]
 
+    # notebooks/04_workqueue.ipynb, cell 5c0ba68f
     def _waiting_loop(self) -> None:
         """Move due items into the queue; sleep until the next reason to look again."""
         while True:
@@ -111,6 +117,7 @@ class DelayingQueue(Queue[T]):
     def _should_wake(self) -> bool:
         return self._changed or self._stop.is_set()
 
+    # notebooks/04_workqueue.ipynb, cell 9d70e3b3
     def _pop_due(self, now: float) -> list[T]:
         """Remove and return the items whose time has come (caller holds ``_wake``)."""
         due: list[T] = []
@@ -127,6 +134,7 @@ class DelayingQueue(Queue[T]):
         while self._heap and self._waiting.get(self._heap[0].item) is not self._heap[0]:
             heapq.heappop(self._heap)
 
+    # notebooks/04_workqueue.ipynb, cell dea8f359
     def _stop_background(self) -> None:
         """Stop the waiting loop and drop what is still waiting, then the metrics."""
         with self._wake:

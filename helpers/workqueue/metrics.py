@@ -2,6 +2,7 @@
 # notebooks/04_workqueue.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/04_workqueue.ipynb, cell 5cbe40f2
 """Per-queue metrics: how deep, how busy, how slow, how stuck.
 
 client-go counterpart: ``defaultQueueMetrics`` and ``noMetrics`` (what is measured)
@@ -41,6 +42,7 @@ from helpers.clock import Clock
 UPDATE_PERIOD = 0.5
 
 
+# notebooks/04_workqueue.ipynb, cell 6ce5abe8
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
     """Bucket upper bounds ``start * factor**i``, rounded so they print as ``1e-08``."""
     return tuple(float(f"{start * factor**i:.12g}") for i in range(count))
@@ -50,6 +52,7 @@ def exponential_buckets(start: float, factor: float, count: int) -> tuple[float,
 BUCKETS = exponential_buckets(1e-8, 10, 10)
 
 
+# notebooks/04_workqueue.ipynb, cell f8e751b0
 class Histogram:
     """A Prometheus-style histogram: counts per upper bound, a sum and a count."""
 
@@ -75,6 +78,7 @@ class Histogram:
         return pairs
 
 
+# notebooks/04_workqueue.ipynb, cell cbdbcb70
 class NoopMetrics:
     """What an unnamed queue records: nothing."""
 
@@ -92,6 +96,7 @@ class NoopMetrics:
         return ""
 
 
+# notebooks/04_workqueue.ipynb, cell 01dd25f2
 class QueueMetrics:
     """Metrics of one named queue.
 
@@ -120,6 +125,7 @@ class QueueMetrics:
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
 
+    # notebooks/04_workqueue.ipynb, cell 44470e5b
     # The refresher thread ------------------------------------------------
 
     def start(self) -> None:
@@ -163,6 +169,7 @@ class QueueMetrics:
             self._unfinished_seconds = sum(ages)
             self._longest_running_seconds = max(ages, default=0.0)
 
+    # notebooks/04_workqueue.ipynb, cell 4d4cdce3
     # Reading -------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
@@ -183,6 +190,7 @@ class QueueMetrics:
         """This queue's metrics in the Prometheus text exposition format."""
         return render_prometheus([self])
 
+    # notebooks/04_workqueue.ipynb, cell d4f8c0b2
     # Called by the queue -------------------------------------------------
 
     def add(self, item: Hashable) -> None:
@@ -211,6 +219,7 @@ class QueueMetrics:
             self._retries += 1
 
 
+# notebooks/04_workqueue.ipynb, cell e3f3f509
 def new_queue_metrics(
     name: str, clock: Clock, update_period: float = UPDATE_PERIOD
 ) -> QueueMetrics | NoopMetrics:
@@ -226,6 +235,7 @@ def _histogram_dict(histogram: Histogram) -> dict[str, Any]:
     }
 
 
+# notebooks/04_workqueue.ipynb, cell 3769ada7
 # Prometheus, through the prometheus_client library -------------------------
 
 _FAMILIES = [  # (name, type, help); a snapshot's key is the name after "workqueue_"

@@ -2,6 +2,7 @@
 # notebooks/04_workqueue.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/04_workqueue.ipynb, cell 7ae97479
 """The basic work queue: fair order, no duplicates, one worker per key.
 
 client-go counterpart: ``Typed`` (``TypedInterface``) and its ``Add``, ``Get``,
@@ -28,6 +29,7 @@ from helpers.workqueue.metrics import UPDATE_PERIOD, new_queue_metrics
 T = TypeVar("T", bound=Hashable)
 
 
+# notebooks/04_workqueue.ipynb, cell 423aba28
 class Queue(Generic[T]):
     """A work queue of hashable items.
 
@@ -55,6 +57,7 @@ class Queue(Generic[T]):
         self.metrics = new_queue_metrics(name, self._clock, metrics_update_period)
         self.metrics.start()
 
+    # notebooks/04_workqueue.ipynb, cell 4d12f3c3
     def add(self, item: T) -> None:
         """Mark ``item`` as needing processing; a no-op if it already does."""
         with self._lock:
@@ -67,6 +70,7 @@ class Queue(Generic[T]):
             self._queue.append(item)
             self._has_items.notify()
 
+    # notebooks/04_workqueue.ipynb, cell 7ad31a23
     def get(self) -> tuple[T | None, bool]:
         """Block until an item is available: ``(item, shutdown)``; then ``done(item)`` is owed."""
         with self._lock:
@@ -80,6 +84,7 @@ class Queue(Generic[T]):
             self._dirty.discard(item)
             return item, False
 
+    # notebooks/04_workqueue.ipynb, cell 21b25d4b
     def done(self, item: T) -> None:
         """Finish ``item``; if it was added again meanwhile, queue it once more."""
         with self._lock:
@@ -91,6 +96,7 @@ class Queue(Generic[T]):
             elif not self._processing:
                 self._idle.notify_all()
 
+    # notebooks/04_workqueue.ipynb, cell 1163f287
     def len(self) -> int:
         """Items waiting to be handed out (not those in processing).
 
@@ -112,6 +118,7 @@ class Queue(Generic[T]):
         with self._lock:
             return self._shutting_down
 
+    # notebooks/04_workqueue.ipynb, cell 841f966a
     def shut_down(self) -> None:
         """Stop accepting items and wake every worker; does not wait for them (and ends the wait
         of a ``shut_down_with_drain()``: a second Ctrl-C)."""
@@ -130,6 +137,7 @@ class Queue(Generic[T]):
             while self._processing and self._drain:
                 self._idle.wait()
 
+    # notebooks/04_workqueue.ipynb, cell 94b65081
     def _begin_shutdown(self) -> None:
         """Set the flag and wake all waiters (caller holds the lock)."""
         self._shutting_down = True

@@ -2,6 +2,7 @@
 # notebooks/04_workqueue.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/04_workqueue.ipynb, cell d9a6b0b4
 """Rate limiters: how long to wait before retrying an item.
 
 client-go counterpart: ``TypedRateLimiter`` and its implementations
@@ -41,6 +42,7 @@ class RateLimiter(Protocol):
         ...
 
 
+# notebooks/04_workqueue.ipynb, cell 5416cf2f
 class ItemExponentialFailureRateLimiter:
     """``base * 2**failures``, capped at ``max_delay``.
 
@@ -72,6 +74,7 @@ class ItemExponentialFailureRateLimiter:
             return self._failures.get(item, 0)
 
 
+# notebooks/04_workqueue.ipynb, cell 87b00dde
 class BucketRateLimiter:
     """One token bucket shared by all items.
 
@@ -104,6 +107,7 @@ class BucketRateLimiter:
         return 0
 
 
+# notebooks/04_workqueue.ipynb, cell 3d2d1f36
 class MaxOfRateLimiter:
     """The longest delay any of ``limiters`` asks for; every one of them counts."""
 
@@ -121,6 +125,7 @@ class MaxOfRateLimiter:
         return max(limiter.num_requeues(item) for limiter in self._limiters)
 
 
+# notebooks/04_workqueue.ipynb, cell b71c3d14
 def default_controller_rate_limiter(*, clock: Clock | None = None) -> MaxOfRateLimiter:
     """Per-item backoff 5 ms..1000 s, and one bucket of 10 qps with a burst of 100."""
     return MaxOfRateLimiter(
@@ -134,6 +139,7 @@ def default_item_based_rate_limiter() -> ItemExponentialFailureRateLimiter:
     return ItemExponentialFailureRateLimiter(0.001, 1000.0)
 
 
+# notebooks/04_workqueue.ipynb, cell c1e52468
 class ItemFastSlowRateLimiter:
     """``fast_delay`` for the first ``max_fast_attempts`` failures, then ``slow_delay``."""
 

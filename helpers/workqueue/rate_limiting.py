@@ -2,6 +2,7 @@
 # notebooks/04_workqueue.ipynb: edit the chapter's `#| export` cells,
 # not this file (tests/test_export.py fails when they disagree).
 
+# notebooks/04_workqueue.ipynb, cell da7406bb
 """A delaying queue that asks a rate limiter how long to wait.
 
 client-go counterpart: ``rateLimitingType`` (``TypedRateLimitingInterface``),
@@ -18,6 +19,7 @@ from helpers.workqueue.queue import T
 from helpers.workqueue.rate_limiters import RateLimiter
 
 
+# notebooks/04_workqueue.ipynb, cell 70d3663c
 class RateLimitingQueue(DelayingQueue[T]):
     """A ``DelayingQueue`` whose retries wait as long as ``rate_limiter`` says."""
 
@@ -35,6 +37,7 @@ class RateLimitingQueue(DelayingQueue[T]):
             name, clock=clock, metrics_update_period=metrics_update_period, heartbeat=heartbeat
         )
 
+    # notebooks/04_workqueue.ipynb, cell 123bb35a
     def add_rate_limited(self, item: T) -> None:
         """Add ``item`` after the delay the limiter chooses (this counts as a failure)."""
         self.add_after(item, self.rate_limiter.when(item))

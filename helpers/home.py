@@ -1,4 +1,8 @@
-"""Where the course keeps its files outside the checkout.
+"""Where the course keeps its files outside the checkout: the course's home.
+
+A leaf that both sides read: :mod:`helpers.kube` finds the course's kubeconfig
+here, and :mod:`helpers.cluster` (which makes and deletes clusters) keeps its
+binaries and state here. It imports neither.
 
 Built binaries are slow to make (the Kubernetes control plane takes a long
 time to compile on two cores), so they live in a cache keyed by version that
@@ -31,8 +35,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CourseError
-from ..private_files import make_private_dirs
+from .errors import CourseError
+from .private_files import make_private_dirs
 
 DEFAULT_CLUSTER_NAME = "controllers-from-scratch"
 STATE_FILE = "state.json"
