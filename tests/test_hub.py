@@ -323,10 +323,16 @@ todo = json.load(sys.stdin)
 context = ssl.create_default_context()
 context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
 
+class Stay(urllib.request.HTTPRedirectHandler):  # a redirect (to a login page) is the answer
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+opener = urllib.request.build_opener(Stay, urllib.request.HTTPSHandler(context=context))
+
 def ask(url, body=None):
     request = urllib.request.Request(url, data=body)
     try:
-        with urllib.request.urlopen(request, timeout=5, context=context) as answer:
+        with opener.open(request, timeout=5) as answer:
             return answer.status
     except urllib.error.HTTPError as exc:
         return exc.code
@@ -347,6 +353,7 @@ for port in todo["ports"]:
                                     b'{"key": "L3JlZ2lzdHJ5Lw=="}')
     ports[port]["hub API"] = ask(f"http://127.0.0.1:{port}/hub/api/users")
     ports[port]["proxy API"] = ask(f"http://127.0.0.1:{port}/api/routes")
+    ports[port]["their JupyterLab"] = ask(f"http://127.0.0.1:{port}{todo['theirs']}")
 files = {}
 for path in todo["files"]:
     try:
@@ -362,10 +369,11 @@ def test_from_an_attendees_account_every_port_needs_a_credential_they_cannot_rea
     room: Room,
 ) -> None:
     """What the attendee's terminal can do on this machine: connect to each port the control
-    plane listens on (and the hub's own API and proxy API ports), and open the files that
-    hold the credentials those ports demand. A port either refuses the connection, or refuses
-    a client without a certificate (etcd), or answers every request for data with 401 or 403
-    (the API server without a token; the hub's APIs without theirs); no request gets data.
+    plane listens on (and the hub's own API and proxy API ports, and the other attendee's
+    JupyterLab), and open the files that hold the credentials those ports demand. A port
+    either refuses the connection, or refuses a client without a certificate (etcd), or
+    answers every request for data with 401 or 403 (the API server without a token; the
+    hub's APIs without theirs) or a redirect to the login (JupyterLab); no request gets data.
     Every credential file, the facilitator's course folder, the hub's private state and the
     other attendee's home are closed to them; their own kubeconfig and the course are not."""
     cluster, me, other = room.cluster, room.account(room.names[0]), room.account(room.names[1])
@@ -373,14 +381,20 @@ def test_from_an_attendees_account_every_port_needs_a_credential_they_cannot_rea
     assert {component for component, _ in control_plane} == {"kube-apiserver", "etcd"}
     assert len(control_plane) == 3, control_plane  # the API server, etcd's client and peer ports
     hub_ports = [room.state["hub_api_port"], room.state["proxy_api_port"]]
+    room.hub.start_server(room.state, other.attendee)  # their JupyterLab and its port
+    their_ports = sorted({c.laddr.port for process in accounts.processes_of(other)
+                          for c in process.net_connections("inet")
+                          if c.status == "LISTEN"})  # fmt: skip
+    assert their_ports, "the other attendee's JupyterLab listens nowhere"
     pki, home = cluster.kwok_dir / "pki", cluster.home
     theirs = Path(other.home)
     closed = [home.root, home.kubeconfig(cluster.name), cluster.kwok_dir / "kubeconfig.yaml",
               pki / "admin.key", pki / "ca.key", cluster.kwok_dir / "etcd", room.hub.private,
               room.hub.codes_file, theirs, theirs / ".kube" / "config"]  # fmt: skip
     open_to_them = [Path(me.home) / ".kube" / "config", room.hub.course / "helpers" / "kube.py"]
-    request = {"ports": [port for _, port in control_plane] + hub_ports,
-               "files": [str(path) for path in closed + open_to_them]}  # fmt: skip
+    request = {"ports": [port for _, port in control_plane] + hub_ports + their_ports,
+               "files": [str(path) for path in closed + open_to_them],
+               "theirs": f"/user/{other.attendee}/api/contents"}  # fmt: skip
     python = room.state["runtime"]["python"]
     seen = json.loads(accounts.run_as(me, [python, "-c", PROBE], json.dumps(request)))
     report = json.dumps(seen, indent=1)
@@ -400,10 +414,36 @@ def test_from_an_attendees_account_every_port_needs_a_credential_they_cannot_rea
     for port in hub_ports:
         answers = seen["ports"][str(port)]
         assert answers["hub API"] in (401, 403) or answers["proxy API"] in (401, 403), report
+    server_port = [p for p in their_ports if seen["ports"][str(p)]["their JupyterLab"] != 404]
+    assert any(seen["ports"][str(p)]["their JupyterLab"] in (302, 401, 403)
+               for p in server_port), report  # fmt: skip
     for path in closed:
         assert seen["files"][str(path)] == "PermissionError", f"{path}: {report}"
     for path in open_to_them:
         assert seen["files"][str(path)] == "read", f"{path}: {report}"
+
+
+def open_notebook(page: Any, url: str) -> None:
+    """Open a notebook in a fresh workspace and wait until its kernel has answered the page
+    (its kernel_info_reply on the websocket): before that, Run All may run nothing, or the
+    indicator's "busy" may be the kernel starting, not the cells running."""
+    from tests.chromium import IDLE
+
+    replies: list[bool] = []
+
+    def on_frame(payload: bytes | str) -> None:
+        data = payload if isinstance(payload, bytes) else payload.encode()
+        if b"kernel_info_reply" in data:
+            replies.append(True)
+
+    page.on("websocket", lambda socket: socket.on("framereceived", on_frame))
+    page.goto(f"{url}?reset")
+    page.wait_for_selector(IDLE, timeout=180_000)
+    deadline = time.monotonic() + 120
+    while not replies:  # Playwright delivers frames while the page waits
+        assert time.monotonic() < deadline, f"{url}: no kernel info reply in 120 s"
+        page.wait_for_timeout(100)
+    page.wait_for_selector(IDLE, timeout=60_000)
 
 
 def test_two_attendees_log_in_run_chapter_04_at_once_and_see_only_their_namespaces(
@@ -468,8 +508,7 @@ def test_two_attendees_log_in_run_chapter_04_at_once_and_see_only_their_namespac
 
             started = time.monotonic()
             for name, page in pages.items():
-                page.goto(f"{room.url}/user/{name}/lab/tree/04_workqueue.ipynb?reset")
-                page.wait_for_selector(IDLE, timeout=180_000)
+                open_notebook(page, f"{room.url}/user/{name}/lab/tree/04_workqueue.ipynb")
             for page in pages.values():
                 run_all(page)
             outputs = {}
@@ -490,20 +529,22 @@ def test_two_attendees_log_in_run_chapter_04_at_once_and_see_only_their_namespac
                                  if "ipykernel_launcher" in " ".join(p.cmdline())]  # fmt: skip
             answers = {}
             for name, page in pages.items():
-                page.goto(f"{room.url}/user/{name}/lab/tree/whose.ipynb?reset")
-                page.wait_for_selector(IDLE, timeout=180_000)
+                open_notebook(page, f"{room.url}/user/{name}/lab/tree/whose.ipynb")
                 run_all(page)
                 page.wait_for_selector(IDLE, timeout=120_000)
                 page.wait_for_selector(".jp-OutputArea-output:has-text('all namespaces')")
                 answers[name] = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
 
         except Exception as exc:
-            shots = []
+            shots, dialogs = [], []
             for name, page in pages.items():
                 shot = Path(tempfile.gettempdir()) / f"hub-{name}.png"
                 page.screenshot(path=str(shot), full_page=True)
                 shots.append(str(shot))
-            raise AssertionError(f"{exc}\nscreenshots: {', '.join(shots)}") from exc
+                dialogs += [f"{name}: {text}" for text in
+                            page.locator(".jp-Dialog").all_inner_texts()]  # fmt: skip
+            raise AssertionError(f"{str(exc)[:1500]}\ndialogs: {dialogs}\nscreenshots: "
+                                 f"{', '.join(shots)}") from exc  # fmt: skip
 
     print(f"chapter 04 by two attendees at once in the hub: {seconds:.0f} s")
     for name in room.names:

@@ -31,8 +31,8 @@ from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
 from traitlets import Unicode
 
 MAX_PROCESSES = 4096
-"""RLIMIT_NPROC for an attendee's account (threads count): a runaway fork stops there, well
-above what a chapter uses (a kernel running chapter 08a has about a hundred threads)."""
+"""RLIMIT_NPROC for an attendee's account (threads count): a runaway fork stops there, far
+above what a chapter starts (a few controller processes, a few dozen threads)."""
 
 
 def _state(path: str) -> dict[str, Any]:
