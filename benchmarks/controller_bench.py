@@ -226,11 +226,18 @@ def clear(api: kubernetes.client.ApiClient, namespace: str) -> None:
     deleted first, then the namespace, then its Pods at once (grace period 0;
     nothing can make new ones in a namespace being deleted); the namespace
     finishes on its own, and :func:`run` waits for all of them at the end.
+
+    A namespace the course did not make (without its labels) is someone else's:
+    :func:`helpers.namespaces.not_ours` is raised before anything in it is
+    deleted, and again if the namespace was replaced before its own delete.
     """
     core = kubernetes.client.CoreV1Api(api)
     custom = kubernetes.client.CustomObjectsApi(api)
+    if not namespaces.is_the_courses(core.read_namespace(namespace)):
+        raise namespaces.not_ours(namespace)
     custom.delete_collection_namespaced_custom_object(FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL)
-    namespaces.delete_namespace(api, namespace)
+    if namespaces.delete_namespace(api, namespace).startswith("was left alone"):
+        raise namespaces.not_ours(namespace)  # replaced since the check: its Pods are not ours
     core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
     wait_for(core.list_namespaced_pod, lambda pods: not pods, what=f"no Pods in {namespace}",
              timeout=300, namespace=namespace)  # fmt: skip

@@ -3,8 +3,9 @@
 The sources are staged in a temporary folder (``book.stage``) and built there by Sphinx with
 warnings as errors: a broken link, a missing picture or a heading Sphinx cannot place stops
 the build instead of publishing a page with a hole in it. Only the finished site is copied to
-``--out``, which must be empty, missing, or an earlier build of the book: it is replaced whole.
-Open ``<out>/index.html``; nothing on the site needs a network.
+``--out``, which must be empty, missing, or an earlier build of the book (it holds
+:data:`BOOK_MARKER`, which this build writes): it is replaced whole. Open ``<out>/index.html``;
+nothing on the site needs a network.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from helpers.errors import CourseError
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = Path(__file__).resolve().parent
 DEFAULT_OUT = ROOT / "build" / "book"
-BUILT_BY_SPHINX = ".buildinfo"  # Sphinx writes it at the top of every HTML build
+BOOK_MARKER = ".controllers-from-scratch-book"
+"""Written at the top of every build of the book: a folder holding it may be replaced. Not
+Sphinx's ``.buildinfo``, which every Sphinx HTML build holds, the course's or not."""
 
 
 def build(root: Path, out: Path) -> int:
@@ -48,15 +51,21 @@ def build(root: Path, out: Path) -> int:
             shutil.rmtree(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(work / "html", out)
+        (out / BOOK_MARKER).write_text(
+            "The course's book, written by `make book` (python -m book.build), which replaces "
+            "this folder whole.\n"
+        )
     return len(chapters)
 
 
 def _check_replaceable(out: Path) -> None:
     """Refuse to delete a folder that is not an earlier build of the book."""
-    if out.exists() and any(out.iterdir()) and not (out / BUILT_BY_SPHINX).exists():
+    if out.exists() and any(out.iterdir()) and not (out / BOOK_MARKER).exists():
         raise CourseError(
-            f"{out} is not empty and holds no earlier build of the book, so it is left alone.",
-            "choose another --out, or empty that folder yourself.",
+            f"{out} is not empty and holds no earlier build of the book (no {BOOK_MARKER}), so "
+            "it is left alone.",
+            "choose another --out, or empty that folder yourself (a book built before the "
+            f"builds were marked with {BOOK_MARKER} is one to delete).",
         )
 
 

@@ -1,10 +1,12 @@
 """Act as a service account with exactly the permissions you give it.
 
 Chapter 08b shows what least privilege looks like for a controller, and what a
-403 on a watch does to an informer. :func:`service_account_client` creates a
-ServiceAccount, a Role with the given rules and a RoleBinding, asks the API
-server for a short-lived token (the TokenRequest API), and returns an API
-client that authenticates with that token instead of your admin identity.
+403 on a watch does to an informer. :func:`service_account_client` applies a
+ServiceAccount, a Role with the given rules and a RoleBinding (server-side apply:
+made if missing, and brought to these rules if an earlier run left them with
+others), asks the API server for a short-lived token (the TokenRequest API), and
+returns an API client that authenticates with that token instead of your admin
+identity.
 :func:`token_kubeconfig` writes the same identity into a kubeconfig, for a
 process of its own.
 
@@ -42,19 +44,28 @@ def service_account_client(
     *,
     token_seconds: int = 3600,
 ) -> kubernetes.client.ApiClient:
-    """An ApiClient acting as ServiceAccount ``namespace/name``, allowed only ``rules``."""
+    """An ApiClient acting as ServiceAccount ``namespace/name``, allowed only ``rules``.
+
+    A Role or RoleBinding of that name that exists already (an earlier run's, with
+    other rules) gets ``rules`` and this subject: each is applied server-side, with
+    :data:`FIELD_MANAGER` taking over the fields another manager wrote.
+    """
     core = kubernetes.client.CoreV1Api(api)
     rbac = kubernetes.client.RbacAuthorizationV1Api(api)
-    _create_or_keep(core.create_namespaced_service_account, namespace,
-                    {"metadata": {"name": name}})  # fmt: skip
-    _create_or_keep(rbac.create_namespaced_role, namespace,
-                    {"metadata": {"name": name}, "rules": rules})  # fmt: skip
-    _create_or_keep(
-        rbac.create_namespaced_role_binding,
+    group = "rbac.authorization.k8s.io"
+    _apply(core.patch_namespaced_service_account, namespace,
+           {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}})  # fmt: skip
+    _apply(rbac.patch_namespaced_role, namespace,
+           {"apiVersion": f"{group}/v1", "kind": "Role", "metadata": {"name": name},
+            "rules": rules})  # fmt: skip
+    _apply(
+        rbac.patch_namespaced_role_binding,
         namespace,
         {
+            "apiVersion": f"{group}/v1",
+            "kind": "RoleBinding",
             "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "roleRef": {"apiGroup": group, "kind": "Role", "name": name},
             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
         },
     )
@@ -83,12 +94,12 @@ def token_client(api: kubernetes.client.ApiClient, token: str) -> kubernetes.cli
     return kubernetes.client.ApiClient(configuration)
 
 
-def _create_or_keep(create: Any, namespace: str, body: dict[str, Any]) -> None:
-    try:
-        create(namespace, body)
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
+def _apply(patch: Any, namespace: str, body: dict[str, Any]) -> None:
+    """Server-side apply ``body`` through a typed client's ``patch`` (an apply patch, forced)."""
+    patch(
+        body["metadata"]["name"], namespace, body, field_manager=FIELD_MANAGER, force=True,
+        _content_type="application/apply-patch+yaml",
+    )  # fmt: skip
 
 
 def token_kubeconfig(api: kubernetes.client.ApiClient, token: str, path: Path) -> Path:

@@ -19,6 +19,7 @@ run printed, and a timeout alone does not say which component stalled.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,12 +61,19 @@ def api() -> kubernetes.client.ApiClient:
         pytest.fail(f"these tests need the course's cluster (run `make test`): {exc}")
 
 
+def namespace_name(test_name: str) -> str:
+    """A fresh namespace's name for test ``test_name``: a DNS label (RFC 1123), as the API
+    server demands. A parametrized test's name holds ``[``, ``]``, ``.`` or ``/``; each run of
+    characters other than a-z and 0-9 becomes one ``-``, and at most 40 characters are kept."""
+    base = re.sub(r"[^a-z0-9]+", "-", test_name.lower())[:40].strip("-")
+    return f"t-{base}-{uuid.uuid4().hex[:6]}" if base else f"t-{uuid.uuid4().hex[:6]}"
+
+
 @pytest.fixture
 def namespace(api: kubernetes.client.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace named after the test, deleted afterwards (with everything in it)."""
     core = kubernetes.client.CoreV1Api(api)
-    base = request.node.name.lower().replace("_", "-")[:40].strip("-")
-    name = f"t-{base}-{uuid.uuid4().hex[:6]}"
+    name = namespace_name(request.node.name)
     labels = {**COURSE_LABELS, "course-test": "true"}
     core.create_namespace({"metadata": {"name": name, "labels": labels}})
     yield name

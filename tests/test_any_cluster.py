@@ -26,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-CHAPTERS = sorted(path.name for path in NOTEBOOKS.glob("0*.ipynb"))
+CHAPTERS = sorted(path.name for path in NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb"))
 CELL_TIMEOUT_SECONDS = 300
 
 

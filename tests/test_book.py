@@ -34,7 +34,7 @@ import pytest
 import yaml
 from markdown_it import MarkdownIt
 
-from book.build import DEFAULT_OUT, _check_replaceable
+from book.build import BOOK_MARKER, DEFAULT_OUT, _check_replaceable
 from book.chapters import CHAPTER_PATTERN, Chapter, Exercise, needs, solution_source
 from book.stage import copy_linked_files, describe_widget, for_the_book
 from helpers.errors import CourseError
@@ -544,8 +544,18 @@ def test_the_build_replaces_only_an_earlier_book(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(CourseError, match="left alone"):
         _check_replaceable(tmp_path)
+    # Another project's Sphinx build: Sphinx writes .buildinfo into every HTML build.
     (tmp_path / ".buildinfo").write_text("# Sphinx build info")
+    (tmp_path / "index.html").write_text("<p>their documentation</p>")
+    with pytest.raises(CourseError, match="left alone"):
+        _check_replaceable(tmp_path)
+    (tmp_path / BOOK_MARKER).write_text("the book")
     _check_replaceable(tmp_path)
+
+
+def test_the_build_marks_the_book_it_writes(site: Path) -> None:
+    assert "make book" in (site / BOOK_MARKER).read_text()
+    _check_replaceable(site)  # the next build may replace it
 
 
 # ---------------------------------------------------------------- in a browser

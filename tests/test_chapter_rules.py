@@ -94,11 +94,6 @@ def test_no_stale_widget_state(path: Path) -> None:
     assert not stale, f"{len(stale)} stale widget models: run `python -m helpers.tidy`"
 
 
-UNTIL_ISSUE_36 = ("09",)
-"""Chapters not yet split into a main line and deep dives: their first cells state their time
-(checked below), and the limits wait for issue 36."""
-
-
 def _label(path: Path) -> str:
     return path.name.split("_", 1)[0]
 
@@ -186,28 +181,11 @@ def test_chapter_states_its_study_time(path: Path) -> None:
     assert _close(stated["main"], time.main), expected
     assert _close(stated["deep"], time.deep), expected
     assert stated["exercises"] == time.exercise_minutes, expected
-    if _label(path) in UNTIL_ISSUE_36:
-        return
     assert time.main <= study_time.MAIN_LINE_LIMIT, f"main line {time.main:.0f} minutes"
     assert time.whole <= study_time.CHAPTER_LIMIT, f"whole chapter {time.whole:.0f} minutes"
 
 
-def test_the_issue_36_list_holds_only_chapters_over_their_limits() -> None:
-    """A chapter taken off the known list is held to the limits; one that keeps to them must
-    leave the list."""
-    for path in NOTEBOOKS:
-        if _label(path) in UNTIL_ISSUE_36:
-            time = study_time.read(path)
-            over = time.main > study_time.MAIN_LINE_LIMIT or time.whole > study_time.CHAPTER_LIMIT
-            assert over, f"{path.name} keeps to the limits: take it off UNTIL_ISSUE_36"
-
-
 SANITIZER = Path(__file__).resolve().parent / "nbval-sanitize.cfg"
-MASKED_WITHOUT_ASSERT_UNTIL_ISSUE_36 = {
-    "09_testing_a_controller.ipynb": {16, 18, 32, 40},
-}
-"""Cells of chapters 06-09 whose stored output the sanitizer masks and which assert nothing yet
-(issue 36 gives each an assert). The list is exact: a new one fails, a fixed one must leave."""
 
 
 def _output_texts(cell: dict) -> list[str]:
@@ -247,14 +225,12 @@ def test_a_masked_output_has_an_assert(path: Path) -> None:
 
     patterns = get_sanitize_patterns(SANITIZER.read_text())
     found = masked_cells_without_assert(json.loads(path.read_text()), patterns)
-    known = MASKED_WITHOUT_ASSERT_UNTIL_ISSUE_36.get(path.name, set())
-    assert sorted(found - known) == [], "masked output, no assert: assert what the value must be"
-    assert sorted(known - found) == [], "fixed: take these cells off the issue-36 list"
+    assert sorted(found) == [], "masked output, no assert: assert what the value must be"
 
 
 PICTURE_TYPES = ("image/png", "image/svg+xml", "application/vnd.jupyter.widget-view+json")
 FIRST_PICTURE_WITHIN = 8
-PHENOMENON_FIRST = ("06", "07", "08", "09")  # the second half opens with what happens
+PHENOMENON_FIRST = ("06", "07", "08", "09", "10")  # the second half opens with what happens
 
 
 @pytest.mark.parametrize(

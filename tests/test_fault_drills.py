@@ -1,7 +1,9 @@
 """The failure drills restart the API server wherever the previous drill was run from.
 
-``make test`` runs drills from the pytest process (tests/) and then from a
-notebook's kernel (chapter 09). The API server the first drill started again is
+``make test`` ran drills from the pytest process (tests/) and then from a
+notebook's kernel (chapter 09's restart drill; since issue 36 chapter 09b makes
+its 410 with an expired watch instead, and no chapter restarts the API server,
+but a learner's kernel still may). The API server the first drill started again is
 a child of the pytest process; when a kernel kills it, it stays a zombie until
 pytest reaps it, which pytest does not do while it waits for the kernel. A drill
 that waited for the process number to vanish waited in vain, gave up, and left
@@ -10,6 +12,8 @@ the cluster without an API server for every cell after it.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import signal
 import subprocess
@@ -21,8 +25,10 @@ from pathlib import Path
 
 import kubernetes
 import pytest
+import yaml
 
 from helpers import kube
+from helpers.cluster.identity import identity_of
 from helpers.cluster.info import describe
 from helpers.cluster.local import LocalCluster
 from helpers.cluster.paths import CourseHome
@@ -36,6 +42,7 @@ from helpers.faults.control_plane import (
     revive_after_outage,
     wait_until_api_ready,
 )
+from tests.test_course_cluster_only import CA_PEM
 
 pytestmark = pytest.mark.cluster
 
@@ -168,3 +175,63 @@ def test_an_api_server_that_keeps_exiting_is_reported_with_its_log(tmp_path: Pat
     assert cluster.starts == STARTS - 1  # the drill's own start, then two more
     assert f"it exited {STARTS} times" in str(failed.value)
     assert "failed to listen: address in use" in str(failed.value)
+
+
+def recorded_cluster(
+    root: Path, name: str, context: str, server: str = "https://127.0.0.1:6443"
+) -> Path:
+    """``<root>/clusters/<name>/kubeconfig`` and state.json as ``up --backend local`` writes them,
+    the cluster's identity (server and CA) included."""
+    folder = root / "clusters" / name
+    folder.mkdir(parents=True)
+    kubeconfig = folder / "kubeconfig"
+    ca = base64.b64encode(CA_PEM.encode()).decode()
+    kubeconfig.write_text(yaml.safe_dump({
+        "current-context": context,
+        "contexts": [{"name": context, "context": {"cluster": "c", "user": "u"}}],
+        "clusters": [{"name": "c", "cluster": {"server": server,
+                                               "certificate-authority-data": ca}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+    }))  # fmt: skip
+    _, identity = identity_of(kubeconfig, context)
+    state = {"backend": "local", "context": context, "server": identity.server,
+             "ca_sha256": identity.ca_sha256}  # fmt: skip
+    (folder / "state.json").write_text(json.dumps(state))
+    return kubeconfig
+
+
+@pytest.mark.parametrize("context", ["kwok-x", "my-laptop"])
+def test_a_drill_acts_on_the_home_of_the_cluster_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, context: str
+) -> None:
+    """Nothing is stopped here: which processes a drill would stop is chosen from files alone.
+
+    The kubeconfig names a cluster 'x' of course home A; CFS_HOME names home B, which has a
+    cluster 'x' of its own. The drill must stop A's API server, whatever CFS_HOME says or the
+    context is called."""
+    given = recorded_cluster(tmp_path / "a", "x", context)
+    recorded_cluster(tmp_path / "b", "x", "kwok-x")
+    monkeypatch.setenv("CFS_HOME", str(tmp_path / "b"))
+    monkeypatch.setenv("KUBECONFIG", str(given))
+    cluster = local_cluster()
+    assert (cluster.home.root, cluster.name) == ((tmp_path / "a").resolve(), "x")
+    assert cluster.kwok_dir == (tmp_path / "a").resolve() / "kwok" / "clusters" / "x"
+
+
+def test_a_kubeconfig_up_did_not_write_is_matched_by_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy of the kubeconfig (say, merged into ~/.kube/config) has no record beside it: the
+    drill acts on CFS_HOME's cluster only if that one has the same server and CA."""
+    recorded = recorded_cluster(tmp_path / "home", "course", "kwok-course")
+    copy = tmp_path / "elsewhere" / "config"
+    copy.parent.mkdir()
+    copy.write_text(recorded.read_text())
+    monkeypatch.setenv("CFS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KUBECONFIG", str(copy))
+    cluster = local_cluster()
+    assert (cluster.home.root, cluster.name) == ((tmp_path / "home").resolve(), "course")
+    monkeypatch.setenv("CFS_HOME", str(tmp_path / "another-home"))
+    recorded_cluster(tmp_path / "another-home", "course", "kwok-course", "https://10.0.0.9:6443")
+    with pytest.raises(CourseError, match="no course home records it"):
+        local_cluster()

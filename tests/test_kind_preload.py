@@ -31,7 +31,7 @@ def with_tag(image: str) -> str:
 def images_in_the_course() -> set[str]:
     """Every image literal in the chapters' code cells and in helpers/ (exercises included)."""
     texts = [path.read_text() for path in (ROOT / "helpers").rglob("*.py")]
-    for notebook in (ROOT / "notebooks").glob("0*.ipynb"):
+    for notebook in (ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"):
         cells = json.loads(notebook.read_text())["cells"]
         texts += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
     found = {with_tag(a or b) for text in texts for a, b in IMAGE.findall(text)}

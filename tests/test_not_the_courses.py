@@ -11,8 +11,8 @@ byte, in a course folder that is 0700 from the first `up` whatever the umask
 
 from __future__ import annotations
 
+import ast
 import os
-import re
 import socket
 import stat
 import subprocess
@@ -159,13 +159,111 @@ def test_credentials_are_private_without_a_chmod_afterwards(
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
 
+FILE_WRITES = {"write_text", "write_bytes", "write", "dump", "safe_dump", "copy", "copyfile"}
+"""Calls that write a file: ``Path.write_text``, a stream's ``write``, ``json.dump``,
+``yaml.safe_dump(doc, stream)``, ``shutil.copy``; and ``open()`` for writing."""
+
+
+def _called(call: ast.Call) -> str:
+    """The name a call calls: ``open`` in ``open(...)``, ``chmod`` in ``os.chmod(...)``."""
+    function = call.func
+    return function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+
+
+def _writes(call: ast.Call) -> bool:
+    name = _called(call)
+    if name in ("dump", "safe_dump"):
+        return len(call.args) >= 2  # into a stream, not to a string
+    if name == "open":
+        modes = [*call.args[1:2], *(k.value for k in call.keywords if k.arg == "mode")]
+        return any(isinstance(m, ast.Constant) and set(str(m.value)) & set("wax") for m in modes)
+    return name in FILE_WRITES
+
+
+def _private_chmod(call: ast.Call) -> bool:
+    """``path.chmod(0o600)``, ``os.chmod(path, 0o600)``, ``os.fchmod(fd, 0o600)``; 0o600 as a
+    number or as the owner's read and write bits by name."""
+    if _called(call) not in ("chmod", "fchmod"):
+        return False
+    of_os = isinstance(call.func, ast.Attribute) and getattr(call.func.value, "id", "") == "os"
+    modes = call.args[1:2] if of_os else call.args[:1]
+    if not modes:
+        return False
+    if isinstance(modes[0], ast.Constant):
+        return modes[0].value == 0o600
+    names = {getattr(node, "attr", getattr(node, "id", "")) for node in ast.walk(modes[0])}
+    return {"S_IRUSR", "S_IWUSR"} <= names
+
+
+def _own_calls(scope: ast.AST) -> list[ast.Call]:
+    """The calls in ``scope``, not those in the functions defined in it (scopes of their own)."""
+    calls, pending = [], list(ast.iter_child_nodes(scope))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.Call):
+            calls.append(node)
+        pending.extend(ast.iter_child_nodes(node))
+    return calls
+
+
+def writes_then_chmods(source: str) -> list[int]:
+    """The line of each chmod to 0600 that follows a file written in the same function (or at
+    the module's top level): a file written readable by others first, and made private after."""
+    tree = ast.parse(source)
+    functions = (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+    found = set()
+    for scope in (tree, *functions):
+        calls = _own_calls(scope)
+        first_write = min((call.lineno for call in calls if _writes(call)), default=None)
+        if first_write is not None:
+            found |= {c.lineno for c in calls if _private_chmod(c) and c.lineno > first_write}
+    return sorted(found)
+
+
+WRITE_THEN_CHMOD = {
+    "formatted over lines": "path.write_text(\n    yaml.safe_dump(doc)\n)\npath.chmod(0o600)\n",
+    "a comment between": "path.write_text(token)\n# the token is a credential\npath.chmod(0o600)\n",
+    "a comment after the write": "path.write_text(token)  # a credential\npath.chmod(0o600)\n",
+    "os.chmod": "path.write_text(token)\nos.chmod(path, 0o600)\n",
+    "by name": "path.write_text(token)\npath.chmod(stat.S_IRUSR | stat.S_IWUSR)\n",
+    "bytes": "path.write_bytes(key)\npath.chmod(0o600)\n",
+    "open": "with open(path, 'w') as out:\n    out.write(token)\nos.chmod(path, 0o600)\n",
+    "yaml into a stream": "with path.open('w') as out:\n    yaml.safe_dump(doc, out)\n"
+    "path.chmod(0o600)\n",
+    "later in the function": "def save(path, token):\n    path.write_text(token)\n"
+    "    log.info('saved')\n    path.chmod(0o600)\n",
+}
+NOT_A_WRITE_THEN_CHMOD = {
+    "the one helper": "write_private(path, token)\n",
+    "what another program wrote": "run(['kind', 'export', 'kubeconfig'])\npath.chmod(0o600)\n",
+    "a public file": "path.write_text(certificate)\npath.chmod(0o644)\n",
+    "chmod first": "path.chmod(0o600)\npath.write_text(token)\n",
+    "another function": "def a(path):\n    path.write_text(x)\n\n\n"
+    "def b(path):\n    path.chmod(0o600)\n",
+}
+
+
+@pytest.mark.parametrize("source", WRITE_THEN_CHMOD.values(), ids=WRITE_THEN_CHMOD.keys())
+def test_the_one_writer_check_sees_a_write_then_a_chmod(source: str) -> None:
+    assert writes_then_chmods(source) == [source.count("\n", 0, source.index("chmod")) + 1]
+
+
+@pytest.mark.parametrize("source", NOT_A_WRITE_THEN_CHMOD.values(),
+                         ids=NOT_A_WRITE_THEN_CHMOD.keys())  # fmt: skip
+def test_the_one_writer_check_passes_what_is_no_write_then_chmod(source: str) -> None:
+    assert writes_then_chmods(source) == []
+
+
 def test_one_helper_writes_every_credential() -> None:
     """No module writes a file and chmods it to 0600 afterwards: write_private does it."""
-    pattern = re.compile(r"\.write_text\([^\n]*\)\n[^\n]*\.chmod\(0o600\)")
     offenders = [
-        str(path.relative_to(ROOT))
-        for path in sorted((ROOT / "helpers").rglob("*.py"))
-        if pattern.search(path.read_text())
+        f"{path.relative_to(ROOT)}:{line}"
+        for folder in ("helpers", "benchmarks", "book")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path != ROOT / "helpers" / "private_files.py"  # the one helper
+        for line in writes_then_chmods(path.read_text())
     ]
     assert offenders == []
 

@@ -188,6 +188,36 @@ def test_manifests_pass_server_side_dry_run(
     assert rbac_api.list_cluster_role(field_selector=f"metadata.name={applied[3][12:]}").items == []
 
 
+READ_CONFIGMAPS = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("rules", [READ_CONFIGMAPS, []], ids=["configmaps", "nothing"])
+def test_a_service_account_gets_the_rules_asked_whatever_was_there(
+    api: kubernetes.client.ApiClient, namespace: str, rules: list[dict[str, Any]]
+) -> None:
+    """A Role and RoleBinding of that name left by an earlier run, with other rules and another
+    subject, are brought to what is asked (server-side apply), not kept as they were."""
+    rbac_api = kubernetes.client.RbacAuthorizationV1Api(api)
+    stale = [{"apiGroups": [""], "resources": ["pods", "secrets"], "verbs": ["*"]}]
+    rbac_api.create_namespaced_role(namespace, {"metadata": {"name": "reader"}, "rules": stale})
+    someone = {"kind": "ServiceAccount", "name": "someone", "namespace": namespace}
+    rbac_api.create_namespaced_role_binding(namespace, {
+        "metadata": {"name": "reader"}, "subjects": [someone],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+    })  # fmt: skip
+
+    rbac.service_account_client(api, namespace, "reader", rules)
+
+    role = rbac_api.read_namespaced_role("reader", namespace)
+    assert api.sanitize_for_serialization(role.rules or []) == rules
+    binding = rbac_api.read_namespaced_role_binding("reader", namespace)
+    reader = {"kind": "ServiceAccount", "name": "reader", "namespace": namespace}
+    assert api.sanitize_for_serialization(binding.subjects) == [reader]
+    managers = {entry.manager for entry in role.metadata.managed_fields}
+    assert rbac.FIELD_MANAGER in managers, managers
+
+
 @pytest.fixture
 def controller_identity(
     api: kubernetes.client.ApiClient, namespace: str

@@ -217,7 +217,7 @@ def test_leaving_the_proxy_frees_chunks_held_by_slow() -> None:
 
 @pytest.mark.cluster
 def test_proxied_client_without_a_folder_goes_through_the_proxy() -> None:
-    """The drills of chapter 09 give no folder: the kubeconfig copy lives in a temporary one."""
+    """The drills of chapter 09b give no folder: the kubeconfig copy lives in a temporary one."""
     with proxied_client() as (proxy, client):
         kubernetes.client.CoreV1Api(client).list_namespace(limit=1)
         assert proxy.accepted >= 1

@@ -141,3 +141,44 @@ def test_refused_is_a_4xx_other_than_404_409_429() -> None:
     assert [status for status in (400, 403, 404, 409, 422, 429, 500, 503)
             if refused(error(status))] == [400, 403, 422]  # fmt: skip
     assert not refused(None) and not refused(RuntimeError("boom"))
+
+
+def test_a_timeline_records_beside_the_sync_log_and_both_hear_every_sync(
+    api: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    """``timeline()`` adds chapter 06's recorder; the test's own log, which the waits need, still
+    hears every sync and write."""
+    with ControllerUnderTest(api, namespace, run="drawn") as run:
+        recorder = run.timeline()
+        run.create_foo("web")
+        run.wait_converged("web")
+        again = run.resync("web")  # a wait that needs the log
+        logged = [sync for sync in run.log.syncs(run.key("web")) if sync.finished]
+        recorded = [sync for sync in recorder.syncs(run.key("web")) if sync.ended is not None]
+        assert again.finished and again.error is None
+        assert len(recorded) == len(logged) >= 2
+        assert {write.verb for write in recorder.writes()} >= {"create Deployment"}
+
+
+def test_held_watches_that_come_back_expired_deliver_a_tombstone(
+    api: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    """The drill of chapter 09b, on any cluster: hold both watches once the controller is quiet,
+    delete, come back from an expired version; the reflector meets the API server's 410, lists
+    again, and hands a tombstone, which alone wakes the controller."""
+    apps = kubernetes.client.AppsV1Api(api)
+    with ControllerUnderTest(api, namespace, run="gap") as run:
+        run.create_foo("gap")
+        run.wait_converged("gap")
+        run.hold_watches("gap")
+        syncs = len(run.log.syncs(run.key("gap")))
+        apps.delete_namespaced_deployment("gap-deployment", namespace)
+        run.wait_until(lambda: run.deployment("gap-deployment") is None, "the delete")
+        run.deployment_watch.release(expired=True)
+        run.wait_until(lambda: ("Deployment", "tombstone", "gap-deployment") in run.delivered, "it")
+        error = run.controller.deployment_informer.reflector.last_error
+        assert getattr(error, "status", None) == 410
+        assert run.wait_handled() + len(run.log.syncs(run.key("gap"))) > syncs  # the tombstone
+        run.foo_watch.release()
+        run.wait_converged("gap")  # FooController makes the Deployment again
+        assert run.deployment("gap-deployment") is not None

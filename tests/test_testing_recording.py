@@ -1,6 +1,6 @@
 """helpers.testing.recording: the sync handler alone, on hand-filled caches, with recording clients.
 
-No API server: these are the fakes chapter 09 builds, tested on chapter 05's
+No API server: these are the fakes chapter 09a builds, tested on chapter 05's
 controller, whose behaviour tests/test_controller.py pins down separately.
 """
 

@@ -19,7 +19,6 @@ from tests import upstream_links
 from tests.upstream_links import ROOT, Link
 
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
-UNTIL_ISSUE_36 = ("09",)
 SOURCES_OF_LINKS = [
     *CHAPTERS,
     *sorted((ROOT / "helpers").rglob("*.py")),
@@ -162,10 +161,7 @@ def _how_client_go_does_it_bullets(path: Path) -> list[tuple[int, str]]:
     return [(index, "\n".join(lines)) for index, lines in bullets]
 
 
-HELD_TO_LINKS = [p for p in CHAPTERS if p.name.split("_")[0] not in UNTIL_ISSUE_36]
-
-
-@pytest.mark.parametrize("path", HELD_TO_LINKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_every_bullet_of_how_client_go_does_it_links_to_the_source(path: Path) -> None:
     bullets = _how_client_go_does_it_bullets(path)
     assert bullets, "no bullets under 'How client-go does it'"

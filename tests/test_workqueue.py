@@ -449,12 +449,23 @@ class ForgetsProcessingQueue(Queue[str]):
             self._has_items.notify()
 
 
-def overlapping_syncs(q: Queue[str], keys: int = 6, workers: int = 8) -> tuple[list[str], Counter]:
+def overlapping_syncs(
+    q: Queue[str], keys: int = 6, workers: int = 8, sync_seconds: float = 0.001
+) -> tuple[list[str], Counter]:
     """Hammer ``q`` and return (keys seen in two workers at once, syncs per key).
 
     Fewer keys than workers, so idle workers are always waiting in get(); each
     sync re-adds its own key mid-sync (an event arriving while we work) a few
-    times, while producer threads add all keys concurrently.
+    times, while producer threads add all keys concurrently. A sync lasts
+    ``sync_seconds``.
+
+    Whether the hammering hands a key to a second worker within another's sync
+    depends on how the threads happen to run (with syncs that take no time, a
+    queue that forgets its processing check was never caught). So it opens with
+    a sync scripted to catch such a queue every time: this thread gets the
+    first key and re-adds it mid-sync before any worker runs. The key alone in
+    the queue, ``len()`` is 1 only if the queue would hand it out now; then the
+    sync goes on until a worker has taken it too, which the check records.
     """
     names = [f"ns/foo-{k}" for k in range(keys)]
     readds_per_key = 10
@@ -463,7 +474,7 @@ def overlapping_syncs(q: Queue[str], keys: int = 6, workers: int = 8) -> tuple[l
     overlaps: list[str] = []
     syncs: Counter[str] = Counter()
     readds: Counter[str] = Counter()
-    all_readds_done = threading.Condition(lock)
+    progress = threading.Condition(lock)  # an overlap seen, or a re-add made
     abort = threading.Event()
 
     def worker() -> None:
@@ -475,29 +486,47 @@ def overlapping_syncs(q: Queue[str], keys: int = 6, workers: int = 8) -> tuple[l
             with lock:
                 if key in in_flight:
                     overlaps.append(key)
+                    progress.notify_all()
                 in_flight.add(key)
                 readd = readds[key] < readds_per_key
                 readds[key] += readd
             if readd:
                 q.add(key)
-            abort.wait(0.001)  # the "sync": 1 ms of simulated work, not synchronisation
+            abort.wait(sync_seconds)  # the "sync": simulated work, not synchronisation
             with lock:
                 in_flight.discard(key)
                 syncs[key] += 1
                 if sum(readds.values()) == keys * readds_per_key:
-                    all_readds_done.notify_all()
+                    progress.notify_all()
             q.done(key)
 
     def produce(offset: int) -> None:
         for i in range(100):
             q.add(names[(offset + i) % keys])
 
+    q.add(names[0])
+    held, _ = q.get()  # the scripted sync: no worker runs yet
+    assert held == names[0]
+    with lock:
+        in_flight.add(held)
+        readds[held] += 1
+    q.add(held)
+    handed_out_again = q.len() == 1
     pool = [Background(worker, f"worker-{i}") for i in range(workers)]
-    producers = [Background(lambda o=o: produce(o), f"producer-{o}") for o in range(16)]
     try:
+        taken = True
+        if handed_out_again:
+            with lock:
+                taken = progress.wait_for(lambda: held in overlaps, GUARD)
+        with lock:
+            in_flight.discard(held)
+            syncs[held] += 1
+        q.done(held)
+        assert taken, "the queue offered a held key, and no worker took it"
+        producers = [Background(lambda o=o: produce(o), f"producer-{o}") for o in range(16)]
         assert all(p.wait() for p in producers)
         with lock:
-            finished = all_readds_done.wait_for(
+            finished = progress.wait_for(
                 lambda: sum(readds.values()) == keys * readds_per_key, GUARD
             )
         assert finished, "workers stopped re-adding: the queue lost work"
@@ -518,7 +547,9 @@ def test_no_key_is_processed_by_two_workers_at_once() -> None:
     assert q.len() == 0
 
 
-def test_overlap_check_catches_a_queue_that_forgets_processing() -> None:
-    """The test above can fail: a queue that skips the processing check is caught."""
-    overlaps, _ = overlapping_syncs(ForgetsProcessingQueue())
-    assert overlaps, "the harness did not notice two workers holding one key"
+@pytest.mark.parametrize("sync_seconds", [0.001, 0.0])
+def test_overlap_check_catches_a_queue_that_forgets_processing(sync_seconds: float) -> None:
+    """The test above can fail: a queue that skips the processing check is caught, every time,
+    however short a sync (the scripted first sync, on the first key, catches it)."""
+    overlaps, _ = overlapping_syncs(ForgetsProcessingQueue(), sync_seconds=sync_seconds)
+    assert overlaps[:1] == ["ns/foo-0"], "the harness did not notice two workers holding one key"

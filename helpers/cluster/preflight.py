@@ -68,17 +68,18 @@ def _needs(verbs: str, resource: str, group: str = "", chapters: str = "") -> li
 
 # What the chapters do inside their own namespace (collected from their cells).
 NAMESPACED_NEEDS: list[Need] = [
-    *_needs("get list watch create update patch delete", "configmaps", "", "00-05"),
+    *_needs("get list watch create update patch delete", "configmaps", "", "00-05, 10"),
     *_needs("get list watch create delete", "podtemplates", "", "01-03"),
-    *_needs("get list watch delete", "pods", "", "07"),
+    *_needs("get list watch delete", "pods", "", "07, 10"),
     Need("patch", "pods", "", "status", chapters="07"),
-    *_needs("list watch create patch", "events", "", "05-09"),
-    *_needs("get list watch create update patch delete", "deployments", "apps", "03, 05-09"),
+    *_needs("list watch create patch", "events", "", "05-10"),
+    *_needs("get list watch create update patch delete", "deployments", "apps", "03, 05-10"),
     *_needs("get list watch", "replicasets", "apps", "07"),
     *_needs(
-        "get list watch create update patch delete", "foos", "samplecontroller.k8s.io", "00, 05-09"
+        "get list watch create update patch delete", "foos", "samplecontroller.k8s.io", "00, 05-10"
     ),
     Need("update", "foos", "samplecontroller.k8s.io", "status", chapters="05-09"),
+    Need("patch", "foos", "samplecontroller.k8s.io", "status", chapters="10"),
     *_needs("get list watch create update", "leases", "coordination.k8s.io", "08, 08a"),
     *_needs("get create", "serviceaccounts", "", "08b"),
     Need("create", "serviceaccounts", "", "token", chapters="08b"),
@@ -88,7 +89,7 @@ NAMESPACED_NEEDS: list[Need] = [
 # Read at the cluster scope by every learner (attendees get them from the workshop's ClusterRole).
 CLUSTER_READS: list[Need] = [
     Need("list", "nodes", "", chapters="00, 07"),
-    Need("get", "customresourcedefinitions", "apiextensions.k8s.io", chapters="00, 05, 06"),
+    Need("get", "customresourcedefinitions", "apiextensions.k8s.io", chapters="00, 05, 06, 10"),
 ]
 # Only outside attendee mode: the chapters make and remove namespaces, change the CRD, and
 # install chapter 08b's ClusterRole; a workshop's facilitator does these for attendees.
@@ -97,7 +98,7 @@ CLUSTER_WRITES: list[Need] = [
     Need("create", "pods", "", "binding", chapters="07"),
     Need("create", "namespaces", chapters="all"),
     Need("delete", "namespaces", chapters="all"),
-    Need("update", "customresourcedefinitions", "apiextensions.k8s.io", chapters="06"),
+    Need("update", "customresourcedefinitions", "apiextensions.k8s.io", chapters="06, 10"),
     *_needs("create update patch delete", "clusterroles", "rbac.authorization.k8s.io", "08b"),
     *_needs(
         "create update patch delete", "clusterrolebindings", "rbac.authorization.k8s.io", "08b"

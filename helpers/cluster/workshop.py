@@ -5,7 +5,8 @@ prepares one cluster (any cluster the kubeconfig names, where the facilitator
 is cluster-admin) for several people at once:
 
 * once (:func:`prepare_cluster`): the Foo CRD with the status fields chapter 06
-  adds (attendees may not change a CRD, which is cluster-wide), a ClusterRole
+  adds and chapter 10's fields and CEL rule (attendees may not change a CRD, which is
+  cluster-wide), a ClusterRole
   that lets attendees read what the chapters read at the cluster scope (Nodes,
   CRDs, the default ClusterRoles), a Role in ``kube-system`` to read the
   controller manager's Lease (chapter 08), the namespace ``cfs-workshop`` for the
@@ -172,7 +173,7 @@ _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 def chapter_namespaces(notebooks: Path = ROOT / "notebooks") -> list[str]:
     """Each chapter's namespace, as its setup cell names it (``fresh_namespace(api, "...")``)."""
     found = []
-    for path in sorted(notebooks.glob("0*.ipynb")):
+    for path in sorted(notebooks.glob("[0-9][0-9]*_*.ipynb")):
         cells = json.loads(path.read_text())["cells"]
         source = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")
         match = re.search(r'fresh_namespace\(api, "([-a-z0-9]+)"\)', source)
@@ -465,6 +466,7 @@ def prepare_cluster(api: kubernetes.client.ApiClient) -> ClusterFacts:
 
     install_foo_crd(api, timeout=60)
     extend_foo_status(api)  # chapter 06's fields, once for all: attendees cannot change a CRD
+    install_chapter_10_crd(api)  # chapter 10's fields and CEL rule, likewise
     for document in shared_documents():
         _apply(api, document)
     return facts_of(api)
@@ -598,7 +600,27 @@ def down(api: kubernetes.client.ApiClient, names: list[str] | None = None) -> li
 
     restore_foo_status(api)
     removed.append("chapter 06's status fields from the Foo CRD")
+    removed.append(restore_chapter_10_crd(api))
     return removed
+
+
+def install_chapter_10_crd(api: kubernetes.client.ApiClient) -> None:
+    """Chapter 10's fields and CEL rule in the Foo CRD, for every attendee (see helpers.foo_crd).
+
+    Its rule refuses a Foo name of more than 63 characters, in every namespace, for as long
+    as the workshop lasts: chapter 09's property test then meets that refusal.
+    """
+    from ..foo_crd import extend_foo_crd
+
+    extend_foo_crd(api, name_rule=True)
+
+
+def restore_chapter_10_crd(api: kubernetes.client.ApiClient) -> str:
+    """Take chapter 10's fields and rule out of the Foo CRD again; says what went."""
+    from ..foo_crd import restore_foo_crd
+
+    restore_foo_crd(api)
+    return "chapter 10's fields and rule from the Foo CRD"
 
 
 def namespaced_roles(documents: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:

@@ -7,7 +7,10 @@
   (SIGKILL or SIGTERM), as a kubelet restarts a static Pod.
 * :mod:`.stale_cache`: hold an informer's cache behind the API server and move
   an object on behind its back, so a write from the cache gets 409 every time.
+* :mod:`.expired_watch`: a held watch that comes back from a version the API
+  server no longer serves, so it meets 410 and the informer lists again (any
+  cluster: nothing restarted, no etcd access).
 
 The course's own tests use them, and so can a learner's tests of their own
-controller (chapter 09).
+controller (chapters 09a and 09b).
 """

@@ -15,22 +15,57 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from helpers import kube
-from helpers.cluster.info import describe
+from helpers.cluster.identity import created_clusters, identity_of
+from helpers.cluster.info import ClusterInfo, _course_record, describe
 from helpers.cluster.local import LocalCluster, tail
 from helpers.cluster.paths import CourseHome
 from helpers.errors import CourseError
 
 
-def local_cluster() -> LocalCluster:
-    """The course's cluster, which must be the local control plane (kind has no such knobs)."""
-    info = describe()
+def local_cluster(
+    kubeconfig: kube.KubeconfigArg = None, context: str | None = None
+) -> LocalCluster:
+    """The course's cluster, which must be the local control plane (kind has no such knobs).
+
+    The one ``kubeconfig`` and ``context`` point at (default: as :func:`helpers.kube.connect`
+    finds them), in the course home that started it (:func:`course_home_of`): its processes
+    are the ones a drill stops.
+    """
+    info = describe(kubeconfig, context)
     if info.backend != "local":
         raise CourseError(
             f"This drill stops and starts the API server, which only the local control plane "
             f"lets the course do (this cluster is {info.backend}).",
             "run it on the course's local control plane (`make up` on a machine without Docker).",
         )
-    return LocalCluster(CourseHome.from_environment(), info.context.removeprefix("kwok-"))
+    return LocalCluster(*course_home_of(info))
+
+
+def course_home_of(info: ClusterInfo) -> tuple[CourseHome, str]:
+    """The course home that started the cluster ``info`` describes, and the cluster's name there.
+
+    Read from files only. ``up`` writes the kubeconfig into ``<home>/clusters/<name>/``
+    beside its record: that home, whatever ``CFS_HOME`` says and whatever the context is
+    called. A kubeconfig written elsewhere (a copy, a merged ``~/.kube/config``) names
+    ``CFS_HOME``'s cluster only if that one has the same server and CA; else a CourseError:
+    a drill must not stop another cluster's API server.
+    """
+    record = _course_record(info.kubeconfig, info.context)
+    if record is not None:
+        _, home, name = record
+        return home, name
+    home = CourseHome.from_environment()
+    _, identity = identity_of(info.kubeconfig, info.context)
+    for name, created in created_clusters(home).items():
+        if created == identity:
+            return home, name
+    raise CourseError(
+        f"Context '{info.context}' ({info.server}) is in {info.kubeconfig}, which `up` did not "
+        f"write, and no course home records it: not {home.root} (CFS_HOME or the default), so "
+        "the drill cannot tell which processes are its API server's.",
+        "point KUBECONFIG at the kubeconfig `up` wrote (`python -m helpers.cluster kubeconfig` "
+        "prints it), or set CFS_HOME to the course folder that started this cluster.",
+    )
 
 
 API_SERVER = "kube-apiserver"

@@ -1,9 +1,9 @@
 """From test functions in a notebook to a file pytest runs, and a pytest run in a child process.
 
-Chapter 09 writes its tests as plain functions (``test_*``, parameters named
-after fixtures, the controller class as a parameter with a default, which
-pytest leaves alone). :func:`write_pytest_file` puts their source in a file
-under the imports and the two fixtures they use; :func:`run_pytest` runs pytest
+Chapters 09a and 09b write their tests as plain functions (``test_*``,
+parameters named after fixtures, the controller class as a parameter with a
+default, which pytest leaves alone). :func:`write_pytest_file` puts their source
+in a file under the imports and the two fixtures they use; :func:`run_pytest` runs pytest
 on it as a terminal would, and reads the counts off its summary line.
 """
 
@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 HEADER = '''\
-# Tests for the Foo controller, written by chapter 09 of Controllers from Scratch.
+# Tests for the Foo controller, written by chapter 09a of Controllers from Scratch.
 # Run them with `python -m pytest` from the course's environment, KUBECONFIG set.
 
+import kubernetes
 import pytest
 
 from helpers import kube, namespaces
@@ -41,8 +42,8 @@ def api():
 
 @pytest.fixture
 def namespace(api):
-    """Chapter 09's namespace (made again if the chapter deleted it; a workshop attendee's own)."""
-    return namespaces.ensure_namespace(api, "ch09-testing")
+    """Chapter 09a's namespace (made again if the chapter deleted it; a workshop attendee's own)."""
+    return namespaces.ensure_namespace(api, "ch09a-testing")
 '''
 
 PYTEST_TIMEOUT = 300.0

@@ -1,7 +1,9 @@
-"""Solutions to chapter 09's exercises. Try them yourself first!
+"""Solutions to chapter 09's exercises (09a and 09b). Try them yourself first!
 
-Each is a test: it takes the controller class to test (and the cluster, if it
-needs it), passes on chapter 05's FooController and fails on the planted bug.
+Each test takes the controller class to test (and the cluster, if it needs
+it), passes on chapter 05's FooController and fails on the planted bug.
+09a's are tests 1 to 4; 09b's are answer 5 (a prediction) and test 6 (a fault
+drill).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import copy
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from helpers.controller import FooController
+from helpers.controller import FooController, KubeClients
+from helpers.faults.tcp_proxy import proxied_client
 from helpers.testing.on_cluster import ControllerUnderTest
 from helpers.testing.recording import cached_deployment, cached_foo, sync_once
 
@@ -32,16 +35,19 @@ def test_1(
 
 
 def test_2(controller_class: type[FooController]) -> None:
-    """A 409 on the status write must fail the sync, so that the key is retried."""
+    """A Deployment the cache does not show yet, though it exists: the create meets 409
+    AlreadyExists. The sync must fail (the next one reads the cache again and checks whose it
+    is), and write nothing more: above all, not replace somebody else's Deployment."""
     foo = cached_foo("test", 1)
     outcome = sync_once(
         controller_class,
         "default/test",
         foos=[foo],
-        deployments=[cached_deployment(foo, available=1)],
-        fail={"update_foo_status": ApiException(status=409, reason="Conflict")},
+        deployments=[],  # the cache is behind: no Deployment in it
+        fail={"create_deployment": ApiException(status=409, reason="AlreadyExists")},
     )
-    assert outcome.error is not None, "the sync met a 409 and returned as if it had succeeded"
+    assert "update deployments" not in outcome.writes, "it replaced a Deployment it never read"
+    assert outcome.error is not None, "the create failed, and the sync returned as if done"
 
 
 def test_3(controller_class: type[FooController]) -> None:
@@ -66,7 +72,8 @@ def test_4(
     Only the Deployment changes here, so only its update can wake the
     controller: nothing about the Foo changes, so no Foo event can hide the bug
     (waiting for the first Pods to become available could: a sync woken by the
-    controller's own status write may happen to read them). And envtest could
+    controller's own status write may happen to read them), and wait_idle first
+    lets any retry still due come and go. And envtest could
     not answer it: there, no Pod ever becomes available. Here
     kube-controller-manager makes the Pods and kwok makes them Ready.
     """
@@ -79,6 +86,7 @@ def test_4(
             return ((obj or {}).get("status") or {}).get("availableReplicas")
 
         run.wait_until(lambda: available(run.deployment("follows-deployment")) == 2, "Pods")
+        run.wait_idle()  # no retry left to come back and sync the Foo for another reason
         scaled = apps.patch_namespaced_deployment(
             "follows-deployment", namespace, {"spec": {"replicas": 1}}
         )
@@ -96,3 +104,40 @@ def test_4(
 
         run.wait_until(put_back, "the Deployment back at 2 available Pods, and the Foo saying so",
                        timeout=20)  # fmt: skip
+
+
+answer_5 = "c"  # an update, whose new object names no Foo: nothing is synced
+
+
+def test_6(
+    controller_class: type[FooController], api: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    """A write that got no answer must be tried again once the API server answers.
+
+    The controller's writes, and only those, go through a proxy. The proxy
+    refuses new connections and cuts the open ones before the Foo exists, so
+    the first sync's create gets no answer. Then the connections go through
+    again: a controller that requeued the key converges at its next retry; one
+    that forgot it never hears of the Foo again (nothing changed on the server,
+    so no event comes).
+    """
+    with (
+        proxied_client() as (proxy, proxied),
+        ControllerUnderTest(
+            api,
+            namespace,
+            controller_class=controller_class,
+            run="ex6",
+            clients=KubeClients(proxied),
+        ) as run,
+    ):
+        proxy.block()  # new connections refused ...
+        proxy.cut()  # ... and the open ones (the client keeps a pool) cut
+        run.create_foo("unanswered")
+        key = run.key("unanswered")
+        run.wait_until(
+            lambda: any(s.finished and s.wrote("create Deployment") for s in run.log.syncs(key)),
+            "a sync that tried to create the Deployment",
+        )
+        proxy.unblock()
+        run.wait_converged("unanswered", timeout=10)

@@ -16,6 +16,7 @@ require (
 	k8s.io/apiserver v0.36.3
 	k8s.io/client-go v0.36.3
 	k8s.io/component-base v0.36.3
+	k8s.io/kubectl v0.36.3
 	k8s.io/kubernetes v1.36.3
 	k8s.io/sample-controller v0.36.3
 	sigs.k8s.io/controller-runtime v0.24.1
