@@ -180,7 +180,7 @@ def ensure_runtime(root: Path | None = None) -> Runtime:
                 raise CourseError(
                     "The hub needs Node.js and npm for its proxy (configurable-http-proxy), "
                     "and npm was not found.",
-                    "install Node.js 18 or newer with npm (`apt-get install nodejs npm`), then "
+                    "install Node.js 20 or newer with npm (`apt-get install nodejs npm`), then "
                     "run this again.",
                 )
             proxy.mkdir(mode=0o755)
