@@ -114,6 +114,17 @@ def test_the_runtime_folder_must_be_roots_alone(tmp_path: Path) -> None:
         check_owned_by_root(folder / "venv")
 
 
+def test_a_node_older_than_the_proxy_declares_is_refused_with_a_sentence() -> None:
+    """npm installs configurable-http-proxy on an older Node.js with a warning only."""
+    from helpers.cluster.hub.runtime import NODE_MAJOR, check_node
+
+    check_node(f"v{NODE_MAJOR}.0.0")
+    check_node("v24.11.1")
+    for version in ("v18.19.1", "v12.22.9", ""):
+        with pytest.raises(CourseError, match=f"needs Node.js {NODE_MAJOR} or newer"):
+            check_node(version)
+
+
 def test_the_hubs_python_is_one_every_account_may_run() -> None:
     """A virtual environment runs its base interpreter where it is installed: one under root's
     home (pyenv's) would leave the attendees without Python."""

@@ -156,6 +156,36 @@ def base_python() -> tuple[str, str]:
     )
 
 
+NODE_MAJOR = 20
+"""The oldest Node.js the pinned configurable-http-proxy declares (its ``engines``)."""
+
+
+def _node_version() -> str:
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        return ""
+    done = subprocess.run([node, "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.strip()
+
+
+def check_node(version: str) -> None:
+    """A CourseError unless ``version`` (``node --version``: ``v20.20.2``) is new enough for
+    the proxy: npm only warns about an engine it does not meet, and the proxy would then fail
+    at the hub's start, with a stack trace in its log instead of a sentence here."""
+    try:
+        major = int(version.lstrip("v").split(".")[0])
+    except ValueError:
+        major = 0
+    if major < NODE_MAJOR:
+        found = f"Node.js {version}" if version else "no Node.js"
+        raise CourseError(
+            f"The hub's proxy (configurable-http-proxy, the version Zero to JupyterHub's chart "
+            f"runs) needs Node.js {NODE_MAJOR} or newer, and {found} was found.",
+            f"install Node.js {NODE_MAJOR} or newer with npm (Debian 13's `nodejs`; Debian 12 "
+            "and Ubuntu 24.04 have 18: NodeSource's packages), then run this again.",
+        )
+
+
 def ensure_runtime(root: Path | None = None) -> Runtime:
     """The hub's Python environment and proxy, built now if this machine has none of this
     version yet (a few minutes the first time; seconds afterwards)."""
@@ -180,9 +210,9 @@ def ensure_runtime(root: Path | None = None) -> Runtime:
                 raise CourseError(
                     "The hub needs Node.js and npm for its proxy (configurable-http-proxy), "
                     "and npm was not found.",
-                    "install Node.js 20 or newer with npm (`apt-get install nodejs npm`), then "
-                    "run this again.",
+                    f"install Node.js {NODE_MAJOR} or newer with npm, then run this again.",
                 )
+            check_node(_node_version())
             proxy.mkdir(mode=0o755)
             for path in package:
                 shutil.copy(path, proxy / path.name)
