@@ -43,6 +43,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -303,12 +304,12 @@ def main(argv: list[str] | None = None) -> int:
     hub = Hub.from_environment(HUB_NAME)
     names = [f"cap-{n:02d}" for n in range(1, args.max + 1)]
     started = time.time()
+    folder = Path(tempfile.mkdtemp(prefix="cfs-capacity-"))  # the sanitizer file, for all
     try:
         kubeconfig = None  # as kubectl finds it: KUBECONFIG, else the course's cluster
         hub_module.up(hub, names[:1], kubeconfig=kubeconfig, port=free_ports(1)[0],
                       ip="127.0.0.1", token_hours=6, out=sys.stderr)  # fmt: skip
         state = hub.load()
-        folder = Path(tempfile.mkdtemp(prefix="cfs-capacity-"))
         folder.chmod(0o755)
         sanitize = sanitize_file(folder, names)
         hub.start_server(state, names[0])
@@ -356,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc.problem}\nnext step: {exc.next_step}", file=sys.stderr)
         return 2
     finally:
+        shutil.rmtree(folder, ignore_errors=True)
         if not args.keep and hub.state_file.exists():
             hub_module.down(hub, out=sys.stderr)
     result = record(args, alone, rounds, baseline, limit, fixed, started)
