@@ -6,13 +6,14 @@
 # Smaller steps: make setup | up | lab | status | down | lint | export | preflight | mutations
 # The course as a web site from the stored outputs (no cluster): make book -> build/book/index.html
 # Workshops (docs/facilitator.md): make workshop-up ATTENDEES=alice,bob | make workshop-down
+# A room whose attendees need only a browser (root, docs/facilitator.md): make hub ATTENDEES=alice,bob
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: course test test-browser mutations setup up lab status down lint export preflight book workshop-up workshop-down
+.PHONY: course test test-browser mutations setup up lab status down lint export preflight book workshop-up workshop-down hub hub-down
 
 course: up lab
 
@@ -101,3 +102,21 @@ workshop-up: setup
 
 workshop-down: setup
 	$(PY) -m helpers.cluster.workshop down $(if $(ATTENDEES),--attendees "$(ATTENDEES)")
+
+# A room with nothing to install: JupyterHub on this machine (run as root), one account, JupyterLab
+# and set of namespaces per attendee (docs/facilitator.md). Starts the course's cluster first,
+# unless HUB_KUBECONFIG names another. HUB_ARGS passes more options: --login codes (a code per
+# attendee), --code WORD, --port N (8000), --idle-minutes N (60), --token-hours N (48),
+# --ssl-cert FILE --ssl-key FILE. Again with more names: adds them to the running hub.
+HUB_KUBECONFIG ?=
+HUB_ARGS ?=
+hub: setup $(if $(HUB_KUBECONFIG),,up)
+	@[ -n "$(ATTENDEES)" ] || { echo "error: name the attendees: make hub ATTENDEES=alice,bob"; exit 2; }
+	$(PY) -m helpers.cluster.hub up --attendees "$(ATTENDEES)" \
+	  --kubeconfig "$(if $(HUB_KUBECONFIG),$(abspath $(HUB_KUBECONFIG)),$$($(PY) -m helpers.cluster kubeconfig))" \
+	  $(HUB_ARGS)
+
+# Stop the hub and its servers; remove the accounts it made, their homes and their namespaces
+# (ATTENDEES=bob: only those attendees, the hub keeps running for the others).
+hub-down: setup
+	$(PY) -m helpers.cluster.hub down $(if $(ATTENDEES),--attendees "$(ATTENDEES)")

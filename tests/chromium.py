@@ -19,6 +19,9 @@ from typing import Any
 import pytest
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+# The execution indicator of the notebook on show in JupyterLab (hidden tabs have one too).
+IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle'] >> visible=true"
+BUSY = ".jp-Notebook-ExecutionIndicator[data-status='busy'] >> visible=true"
 ENABLE = (
     "install Chromium (`apt-get install chromium`, or set CFS_CHROMIUM to a Chromium binary) "
     "to run them"
@@ -66,3 +69,21 @@ def launched(what: str) -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+def run_all(page: Any, attempts: int = 3) -> None:
+    """Run > Run All Cells, until the kernel is busy.
+
+    Right after the page loads, the front end may not have connected to the kernel the
+    server already started; a click then runs nothing (every prompt stays ``[ ]:``) and
+    the kernel never turns busy. Nothing has run then, so clicking again is safe.
+    """
+    for attempt in range(1, attempts + 1):
+        page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+        page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+        try:
+            page.wait_for_selector(BUSY, timeout=15_000)
+            return
+        except Exception:
+            if attempt == attempts:
+                raise

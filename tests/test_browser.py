@@ -38,14 +38,11 @@ from typing import Any
 
 import pytest
 
-from tests.chromium import ENABLE, launched, unavailable
+from tests.chromium import ENABLE, IDLE, launched, run_all, unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = secrets.token_urlsafe(32)
 """This run's JupyterLab token: made afresh, so no other user of the machine can guess it."""
-# The execution indicator of the notebook on show (hidden tabs have one too).
-IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle'] >> visible=true"
-BUSY = ".jp-Notebook-ExecutionIndicator[data-status='busy'] >> visible=true"
 # Notes every change of a widget image's src: the time, which widget, the kernel's state then.
 WATCH_FRAMES = """
 () => {
@@ -159,24 +156,6 @@ def wait_for_kernel(lab: str, chapter: str, timeout: float = 90) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"no idle kernel for {chapter} after {timeout:g} s: {sessions}")
         time.sleep(0.2)  # a kernel starting announces nothing the test could wait on
-
-
-def run_all(page: Any, attempts: int = 3) -> None:
-    """Run > Run All Cells, until the kernel is busy.
-
-    Right after the page loads, the front end may not have connected to the kernel the
-    server already started; a click then runs nothing (every prompt stays ``[ ]:``) and
-    the kernel never turns busy. Nothing has run then, so clicking again is safe.
-    """
-    for attempt in range(1, attempts + 1):
-        page.click(".lm-MenuBar-itemLabel:text-is('Run')")
-        page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
-        try:
-            page.wait_for_selector(BUSY, timeout=15_000)
-            return
-        except Exception:
-            if attempt == attempts:
-                raise
 
 
 def cluster_state(chapter: str) -> str:

@@ -59,6 +59,35 @@ def test_a_renamed_context_of_a_local_cluster_is_still_local(tmp_path: Path) -> 
     assert info.etcd_url == "http://127.0.0.1:40123"
 
 
+def test_a_secured_etcd_is_described_with_the_certificate_the_api_server_shows_it(
+    tmp_path: Path,
+) -> None:
+    """etcd on HTTPS, as `up` starts it now: the URL says https, and ``EtcdClient(url)`` finds
+    the CA, certificate and key kube-apiserver is given for it (the chapters pass only the URL)."""
+    from helpers import etcd
+
+    kubeconfig = course_files(tmp_path, "mine", "kwok-mine", {"backend": "local"})
+    folder = tmp_path / "kwok" / "clusters" / "mine"
+    folder.mkdir(parents=True)
+    pki = folder / "pki"
+    document = {"kind": "KwokctlConfiguration", "options": {"etcdPort": 40123}, "components": [
+        {"name": "etcd", "args": ["--advertise-client-urls=http://127.0.0.1:40123",
+                                  "--advertise-client-urls=https://127.0.0.1:40123",
+                                  "--client-cert-auth=true"]},
+        {"name": "kube-apiserver", "args": [f"--etcd-cafile={pki}/ca.crt",
+                                            f"--etcd-certfile={pki}/admin.crt",
+                                            f"--etcd-keyfile={pki}/admin.key"]}]}  # fmt: skip
+    (folder / "kwok.yaml").write_text(yaml.safe_dump(document))
+
+    info = describe(kubeconfig)
+
+    assert info.etcd_url == "https://127.0.0.1:40123"  # the last flag wins, as in etcd
+    tls = etcd._KNOWN_TLS[info.etcd_url]
+    assert (tls.ca, tls.cert, tls.key) == (pki / "ca.crt", pki / "admin.crt", pki / "admin.key")
+    with pytest.raises(ValueError, match="answers only a client with a certificate"):
+        EtcdClient("https://127.0.0.1:1").revision()  # a URL nobody described
+
+
 def test_an_existing_cluster_named_like_kwok_gets_no_etcd(tmp_path: Path) -> None:
     kubeconfig = course_files(
         tmp_path, "controllers-from-scratch", "kwok-colleague",

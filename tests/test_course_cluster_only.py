@@ -116,7 +116,7 @@ def test_the_benchmarks_refuse_it(
 @pytest.mark.parametrize(
     "entry_point",
     [["informer_bench", "sync"], ["controller_bench"], ["conflict_drill"], ["forbidden_watch"],
-     ["profile_informer", "sync"]],
+     ["profile_informer", "sync"], ["hub_capacity"]],
     ids=lambda entry_point: entry_point[0],
 )  # fmt: skip
 def test_each_benchmark_run_alone_refuses_it(

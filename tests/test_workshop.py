@@ -348,15 +348,22 @@ def test_each_attendee_namespace_has_its_quota_limits_and_isolation(
 
 @pytest.mark.cluster
 def test_up_refuses_a_loopback_server_before_touching_anything(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The course's cluster is at https://127.0.0.1:PORT: `workshop up` says why not, and makes
-    neither the attendee nor the folder for their files."""
+    """The course's cluster is at https://127.0.0.1:PORT. When it may not be shared with other
+    accounts of this machine (here: as if an older version had started it, with etcd on plain
+    HTTP), `workshop up` says why not, and makes neither the attendee nor the folder for their
+    files. (A cluster that may be shared is handed out: tests/test_hub.py.)"""
+    from helpers.cluster.local import LocalCluster
+
+    monkeypatch.setattr(LocalCluster, "sharing_problem", lambda self: "its etcd answers "
+                        "without a client certificate (an older version started it)")  # fmt: skip
     out = tmp_path / "handouts"
     name = f"tl-{uuid.uuid4().hex[:4]}"
     assert workshop.main(["up", "--attendees", name, "--out", str(out)]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert "a loopback address" in lines[0] and len(lines) == 2, lines
+    assert "its etcd answers without a client certificate" in lines[0], lines
     assert "--allow-loopback" in lines[1]
     assert not out.exists()
     core = kubernetes.client.CoreV1Api(kube.connect())

@@ -11,6 +11,17 @@ home folder (``KWOK_WORKDIR``), never in ``~/.kwok`` or ``~/.kube/config``.
 kwokctl writes the cluster's CA and admin keys with mode 0644 and its folders
 0750, under the umask it inherits; so it and the components run with umask
 077 (:data:`PRIVATE_UMASK`): what they write is their owner's alone.
+
+Loopback is not private: every account on the machine can connect to
+127.0.0.1. So nothing the cluster listens on answers without a credential that
+only the user who started it can read (:data:`SECURED_ARGS`): etcd speaks HTTPS
+and demands a client certificate signed by the cluster's CA (the API server's,
+and the chapters' that compact etcd: both read the key from the course's 0700
+folder); kube-controller-manager and kube-scheduler serve no port at all, nor
+does kwok; the API server demands a token or a certificate for anything beyond
+its health and version. :meth:`LocalCluster.sharing_problem` checks a running
+cluster against that, port by port, before a workshop hands its address to
+other accounts of this machine.
 """
 
 from __future__ import annotations
@@ -22,14 +33,18 @@ import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import psutil
 import yaml
 
 from .. import kube
@@ -40,6 +55,9 @@ from .build import KUBERNETES, ensure_all_built
 from .identity import record_state
 from .processes import Identity
 from .progress import step
+
+if TYPE_CHECKING:
+    from ..etcd import EtcdTLS
 
 START_TIMEOUT_SECONDS = 300
 # After a laptop sleep the components that died are started again; give the
@@ -64,6 +82,41 @@ API_SERVER_ARGS = (("watch-cache-sizes", "podtemplates#0"),)
 # raise it to 100 (burst 100), so that their load is not held back by it
 # either; kind-config.yaml passes the same flags.
 CONTROLLER_MANAGER_ARGS = (("kube-api-qps", "100"), ("kube-api-burst", "100"))
+
+SECURED_ARGS = {
+    "etcd": (
+        ("client-cert-auth", "true"), ("trusted-ca-file", "{ca}"),
+        ("cert-file", "{cert}"), ("key-file", "{key}"),
+        ("peer-client-cert-auth", "true"), ("peer-trusted-ca-file", "{ca}"),
+        ("peer-cert-file", "{cert}"), ("peer-key-file", "{key}"),
+    ),
+    "kube-apiserver": (
+        ("etcd-cafile", "{ca}"), ("etcd-certfile", "{cert}"), ("etcd-keyfile", "{key}"),
+    ),
+}  # fmt: skip
+"""Flags added so that each component's port demands a credential (``{ca}``, ``{cert}`` and
+``{key}``: the CA, and the certificate and key kwokctl made for the cluster's admin, which
+serve etcd as they serve the API server). etcd accepts only clients, and peers, with a
+certificate that CA signed; the API server shows one."""
+SECURED_OVERRIDES = {
+    "etcd": (
+        ("listen-client-urls", "https://127.0.0.1:{etcd}"),
+        ("advertise-client-urls", "https://127.0.0.1:{etcd}"),
+        ("listen-peer-urls", "https://127.0.0.1:{peer}"),
+        ("initial-advertise-peer-urls", "https://127.0.0.1:{peer}"),
+        ("initial-cluster", "node0=https://127.0.0.1:{peer}"),
+    ),
+    "kube-apiserver": (("etcd-servers", "https://127.0.0.1:{etcd}"),),
+    "kube-controller-manager": (("secure-port", "0"),),
+    "kube-scheduler": (("secure-port", "0"),),
+    "kwok-controller": (("server-address", ""), ("node-port", "0")),
+}
+"""Flags kwokctl sets that are replaced: etcd on HTTPS (kwokctl gives it plain HTTP);
+kube-controller-manager and kube-scheduler without their HTTPS port (kwokctl lets anyone
+read its /metrics and /healthz there; nothing of the course reads them); kwok without its
+server (kwokctl starts it on plain HTTP, unauthenticated, with kubelet-like exec, logs and
+port-forward handlers; no chapter reads a Pod's log or execs into one, and kwok's Pods run
+nothing). Leader election, not these ports, tells the course the controllers are up."""
 NODES_READY_TIMEOUT_SECONDS = 120
 PRIVATE_UMASK = 0o077
 """kwokctl and the components it starts write keys, kubeconfigs and etcd's data: 0600/0700."""
@@ -142,9 +195,42 @@ class LocalCluster:
 
     @property
     def etcd_url(self) -> str | None:
-        """Where etcd listens (plain HTTP on loopback), from kwokctl's saved configuration."""
-        port = (self._saved_configuration().get("options") or {}).get("etcdPort")
-        return f"http://127.0.0.1:{port}" if port else None
+        """Where etcd listens (HTTPS on loopback; plain HTTP for a cluster an older version
+        started), from kwokctl's saved configuration. An HTTPS URL's client certificate is
+        remembered for :class:`helpers.etcd.EtcdClient` (:attr:`etcd_tls`)."""
+        advertised = self._arg("etcd", "advertise-client-urls")
+        url: str | None
+        if advertised:
+            url = advertised.split(",")[0].rstrip("/")
+        else:
+            port = (self._saved_configuration().get("options") or {}).get("etcdPort")
+            url = f"http://127.0.0.1:{port}" if port else None
+        tls = self.etcd_tls
+        if url and url.startswith("https:") and tls is not None:
+            from ..etcd import remember_tls
+
+            remember_tls(url, tls)
+        return url
+
+    @property
+    def etcd_tls(self) -> EtcdTLS | None:
+        """The CA, certificate and key the API server shows etcd (None: plain HTTP)."""
+        files = [self._arg("kube-apiserver", f"etcd-{name}") for name in ("cafile", "certfile",
+                                                                           "keyfile")]  # fmt: skip
+        if not all(files):
+            return None
+        from ..etcd import EtcdTLS
+
+        return EtcdTLS(*(Path(str(path)) for path in files))
+
+    def _arg(self, component: str, flag: str) -> str | None:
+        """The value kwokctl's saved configuration gives ``--flag`` of ``component`` (the last
+        one, as the component's flag parser keeps it), or None."""
+        found = None
+        for arg in self._component_definition(component, missing_ok=True).get("args") or []:
+            if isinstance(arg, str) and arg.startswith(f"--{flag}="):
+                found = arg.split("=", 1)[1]
+        return found
 
     def _saved_configuration(self) -> dict[str, Any]:
         """The KwokctlConfiguration kwokctl saved in kwok.yaml ({} if there is none to read)."""
@@ -190,9 +276,11 @@ class LocalCluster:
             ensure_port_free(self.port)  # before a build that may take minutes
         binaries = ensure_all_built(self.home)
         self._write_state()  # first, so that `down` finds a cluster whose start failed half way
-        config = self._write_kwokctl_config(binaries)
         with port_picking_lock(), step(f"starting the control plane '{self.name}' (etcd, "
                   "kube-apiserver, kube-controller-manager, kube-scheduler, kwok)"):  # fmt: skip
+            # etcd's ports go into the flags that make it HTTPS, so they are chosen here, in
+            # turn with other clusters starting, as kwokctl would choose them.
+            config = self._write_kwokctl_config(binaries, etcd_ports=free_ports(2))
             try:
                 self._kwokctl(
                     "create", "cluster", "--name", self.name, "--runtime", "binary",
@@ -359,6 +447,46 @@ class LocalCluster:
             time.sleep(1)  # a starting process announces nothing we could wait on
         return problem
 
+    # -- may other accounts of this machine have its address? -------------------
+
+    def sharing_problem(self) -> str | None:
+        """None when this running cluster may be handed to other accounts of this machine (a
+        workshop hub's attendees): every port its processes listen on demands a credential
+        that only this user can read, and the course's folder is closed to others. Else what
+        is not so, in one sentence. Checked on the processes as they run, not on flags alone:
+        each listening port must be the API server's or etcd's, and etcd's must refuse a
+        client without a certificate."""
+        running = self._running()
+        if not running:
+            return f"cluster '{self.name}' is not running"
+        root = self.home.root.stat()
+        if root.st_mode & 0o077 or root.st_uid != os.getuid():
+            return f"{self.home.root} is open to other users (`make up` makes it 0700)"
+        options = self._saved_configuration().get("options") or {}
+        etcd = (self.etcd_url or "").removeprefix("https://127.0.0.1:")
+        secured = (
+            etcd.isdigit()
+            and self._arg("etcd", "client-cert-auth") == "true"
+            and self._arg("etcd", "peer-client-cert-auth") == "true"
+            and (self._arg("etcd", "listen-peer-urls") or "").startswith("https://")
+        )
+        if not secured:
+            return (
+                "its etcd answers without a client certificate (it was started by a version of "
+                "the course that did not secure it: `make down && make up` starts it secured)"
+            )
+        allowed = {int(etcd), options.get("etcdPeerPort"), options.get("kubeApiserverPort")}
+        for component, port in listening_ports(running):
+            if port not in allowed:
+                return (
+                    f"{component} listens on port {port}, which the course does not secure (a "
+                    "cluster started by another version: `make down && make up`)"
+                )
+        for port in sorted(int(p) for p in allowed - {options.get("kubeApiserverPort")} if p):
+            if answers_without_certificate(port):
+                return f"etcd's port {port} answers a client that shows no certificate"
+        return None
+
     # -- one component at a time (failure drills, and reviving) -----------------
 
     def stop_component(self, component: str, *, grace: float = 10.0) -> None:
@@ -454,8 +582,10 @@ class LocalCluster:
         with step("waiting for the controller manager and the scheduler"):
             bootstrap.wait_for_controllers(api, NODES_READY_TIMEOUT_SECONDS)
 
-    def _write_kwokctl_config(self, binaries: dict[str, Path]) -> Path:
-        options = {
+    def _write_kwokctl_config(
+        self, binaries: dict[str, Path], etcd_ports: tuple[int, ...] = ()
+    ) -> Path:
+        options: dict[str, Any] = {
             "kubeVersion": KUBERNETES.version(),
             "bindAddress": "127.0.0.1",
             "kubeAuthorization": True,
@@ -468,21 +598,32 @@ class LocalCluster:
         }
         if self.port:
             options["kubeApiserverPort"] = self.port
+        extra: dict[str, list[dict[str, Any]]] = {
+            "kube-apiserver": [{"key": key, "value": value} for key, value in API_SERVER_ARGS],
+            "kube-controller-manager": [
+                {"key": key, "value": value} for key, value in CONTROLLER_MANAGER_ARGS
+            ],
+        }
+        if etcd_ports:
+            etcd, peer = etcd_ports
+            options.update(etcdPort=etcd, etcdPeerPort=peer)
+            pki = self.kwok_dir / "pki"  # kwokctl writes them there before it starts anything
+            files = {"ca": pki / "ca.crt", "cert": pki / "admin.crt", "key": pki / "admin.key"}
+            for component, flags in SECURED_OVERRIDES.items():
+                extra.setdefault(component, []).extend(
+                    {"key": key, "value": value.format(etcd=etcd, peer=peer), "override": True}
+                    for key, value in flags
+                )
+            for component, flags in SECURED_ARGS.items():
+                extra.setdefault(component, []).extend(
+                    {"key": key, "value": value.format(**files)} for key, value in flags
+                )
         document = {
             "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
             "kind": "KwokctlConfiguration",
             "options": options,
             "componentsPatches": [
-                {
-                    "name": "kube-apiserver",
-                    "extraArgs": [{"key": key, "value": value} for key, value in API_SERVER_ARGS],
-                },
-                {
-                    "name": "kube-controller-manager",
-                    "extraArgs": [
-                        {"key": key, "value": value} for key, value in CONTROLLER_MANAGER_ARGS
-                    ],
-                },
+                {"name": name, "extraArgs": args} for name, args in extra.items()
             ],
         }
         path = self.home.cluster_dir(self.name) / "kwokctl.yaml"
@@ -512,6 +653,52 @@ class LocalCluster:
                 f"read the full log at {log}, then run `python -m helpers.cluster down` "
                 "and `up` again.",
             )
+
+
+def listening_ports(running: dict[str, Identity]) -> list[tuple[str, int]]:
+    """``(component, port)`` for every TCP port the components listen on and every UDP port
+    they hold, on any address, sorted by port."""
+    found = set()
+    for component, identity in running.items():
+        try:
+            sockets = psutil.Process(identity.pid).net_connections(kind="inet")
+        except psutil.Error:
+            continue
+        for each in sockets:
+            udp = each.type == socket.SOCK_DGRAM and not each.raddr
+            if each.status == psutil.CONN_LISTEN or udp:
+                found.add((component, each.laddr.port))
+    return sorted(found, key=lambda pair: (pair[1], pair[0]))
+
+
+def answers_without_certificate(port: int) -> bool:
+    """Does HTTPS on 127.0.0.1:``port`` answer a request from a client with no certificate?"""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the question is what it gives, not who it is
+    try:
+        with urllib.request.urlopen(
+            f"https://127.0.0.1:{port}/version", timeout=5, context=context
+        ) as answer:
+            answer.read()
+    except urllib.error.HTTPError:
+        return True  # an HTTP answer came back: the request got through
+    except (OSError, ssl.SSLError):
+        return False
+    return True
+
+
+def free_ports(count: int) -> tuple[int, ...]:
+    """``count`` different ports free on 127.0.0.1 at this moment (held open together while
+    they are chosen, so they differ)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for each in sockets:
+            each.bind(("127.0.0.1", 0))
+        return tuple(each.getsockname()[1] for each in sockets)
+    finally:
+        for each in sockets:
+            each.close()
 
 
 def ensure_port_free(port: int) -> None:

@@ -23,7 +23,6 @@ import os
 import shutil
 import sys
 import time
-import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -346,9 +345,10 @@ def _etcd_row(kubeconfig: str | None, context: str | None) -> Row:
     )
     if url is None:
         return Row("etcd", True, f"withheld: {without}")
+    from ..etcd import EtcdClient
+
     try:
-        with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
-            health = json.loads(answer.read()).get("health")
+        health = EtcdClient(url, timeout=2).healthy()
     except (OSError, ValueError) as exc:
         return Row(
             "etcd",
@@ -358,7 +358,7 @@ def _etcd_row(kubeconfig: str | None, context: str | None) -> Row:
         )
     return Row(
         "etcd",
-        health == "true",
+        health,
         f"{url} answers: the 410 and compaction sections run",
         "restart the cluster (`make down && make up`)",
     )

@@ -23,10 +23,15 @@ is cluster-admin) for several people at once:
   :func:`helpers.workshop_mode.attendee` takes attendee mode from that claim, once
   the API server has confirmed it.
 
-``up`` refuses to write a loopback address (``https://127.0.0.1:PORT``) into the
-attendees' files unless told ``--allow-loopback``: only people on this machine
-could use them, and on the course's local control plane everyone on it can reach
-etcd without credentials. ``python -m helpers.cluster.workshop down`` removes all
+``up`` writes a loopback address (``https://127.0.0.1:PORT``) into the
+attendees' files only for the course's local control plane once it has checked
+that the running cluster may be shared with other accounts of this machine
+(:meth:`helpers.cluster.local.LocalCluster.sharing_problem`: etcd demands a
+client certificate, no component answers without a credential, the course's
+folder is closed): those files are for accounts on this machine, a workshop hub's
+attendees (:mod:`helpers.cluster.hub`). Any other loopback server is refused
+unless told ``--allow-loopback`` (a rehearsal alone).
+``python -m helpers.cluster.workshop down`` removes all
 of it (``--attendees`` some; :func:`remove_attendee` one). Everything made
 carries the label :data:`helpers.workshop_mode.WORKSHOP_LABEL`, so a tear-down
 finds it again and an attendee's emptying of a namespace keeps it.
@@ -36,9 +41,11 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import ipaddress
 import json
 import re
+import ssl
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -398,20 +405,58 @@ def is_loopback(server: str) -> bool:
         return False
 
 
-def check_server(server: str, *, allow_loopback: bool = False) -> str:
-    """``server``, the address written into the attendees' files; a loopback one is refused
-    (a CourseError) unless ``allow_loopback``."""
-    if is_loopback(server) and not allow_loopback:
-        raise CourseError(
-            f"The attendees' kubeconfig files would point at {server}, a loopback address: only "
-            "people on this machine could use them, and on the course's local control plane "
-            "anyone with a shell here reaches etcd without credentials and can take the whole "
-            "cluster, past every Role.",
-            "run the workshop on a cluster the attendees reach over the network (kubeadm or "
-            "managed) and pass its address with --server; to rehearse alone on this machine, "
-            "add --allow-loopback.",
-        )
-    return server
+def check_server(
+    server: str,
+    *,
+    allow_loopback: bool = False,
+    api: kubernetes.client.ApiClient | None = None,
+) -> str:
+    """``server``, the address written into the attendees' files.
+
+    A loopback one is refused (a CourseError) unless ``allow_loopback``, or unless ``api``
+    talks to the course's local control plane and that cluster, as it runs, may be shared
+    with other accounts of this machine (:func:`sharing_problem`)."""
+    if not is_loopback(server) or allow_loopback:
+        return server
+    problem = sharing_problem(api) if api is not None else "no cluster was named to check"
+    if problem is None:
+        return server
+    raise CourseError(
+        f"The attendees' kubeconfig files would point at {server}, a loopback address: only "
+        "accounts on this machine can use them, and this cluster may not be shared with "
+        f"them: {problem}.",
+        "run the workshop on a cluster the attendees reach over the network (kubeadm or "
+        "managed) and pass its address with --server; or on this machine's local control plane "
+        "started by this version of the course (`make up`), which secures it; to rehearse alone "
+        "on this machine, add --allow-loopback.",
+    )
+
+
+def sharing_problem(api: kubernetes.client.ApiClient) -> str | None:
+    """None when ``api`` talks to a local control plane the course started (its API server's
+    URL and CA are those recorded by ``up``) that may be shared with other accounts of this
+    machine, as it runs (:meth:`LocalCluster.sharing_problem`); else why not, in a few words."""
+    from .identity import created_clusters
+    from .local import LocalCluster
+
+    configuration = api.configuration
+    home = CourseHome.from_environment()
+    ca = _fingerprint(configuration.ssl_ca_cert) if configuration.ssl_ca_cert else None
+    for name, identity in created_clusters(home).items():
+        cluster = LocalCluster(home, name)
+        if (identity.server, identity.ca_sha256) == (configuration.host, ca) and (
+            cluster.kwok_dir.is_dir()
+        ):
+            return cluster.sharing_problem()
+    return f"{configuration.host} is not a local control plane the course started (in {home.root})"
+
+
+def _fingerprint(path: str) -> str | None:
+    """SHA-256 of the certificate in ``path`` (as :mod:`.identity` records a cluster's CA)."""
+    try:
+        return hashlib.sha256(ssl.PEM_cert_to_DER_cert(Path(path).read_text().strip())).hexdigest()
+    except (OSError, ValueError):
+        return None
 
 
 def prepare_cluster(api: kubernetes.client.ApiClient) -> ClusterFacts:
@@ -443,7 +488,7 @@ def add_attendee(
     read again). ``server`` is the address written into the kubeconfig (default: the one
     ``api`` uses), checked by :func:`check_server` before anything is made.
     """
-    check_server(server or api.configuration.host, allow_loopback=allow_loopback)
+    check_server(server or api.configuration.host, allow_loopback=allow_loopback, api=api)
     for document in attendee_documents(attendee, facts or facts_of(api)):
         _apply(api, document)
     core = kubernetes.client.CoreV1Api(api)
@@ -477,7 +522,7 @@ def up(
     (:func:`check_server`); so is an ``out`` the course did not make; both
     before the cluster is touched.
     """
-    check_server(server or api.configuration.host, allow_loopback=allow_loopback)
+    check_server(server or api.configuration.host, allow_loopback=allow_loopback, api=api)
     out = prepare_out_folder(out)
     facts = prepare_cluster(api)
     written = []
