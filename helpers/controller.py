@@ -285,10 +285,9 @@ class FooController:
         self.update_foo_status(foo, deployment)
         self.clients.record_event(foo, NORMAL, SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED)
 
+    # notebooks/05_controller.ipynb, cell 76cd3f41
     def needs_update(self, foo: Mapping[str, Any], deployment: Mapping[str, Any]) -> bool:
-        """Whether the Deployment must be written anew from the Foo. Only replicas are compared
-        (as upstream), and replicas left out of the Foo are not ours to manage. One step of its
-        own, so that a variant changes only it (chapter 06a's exercise repairs image drift too)."""
+        """Only replicas are compared, as upstream; a Foo without replicas leaves them alone."""
         wanted = (foo.get("spec") or {}).get("replicas")
         have = (deployment.get("spec") or {}).get("replicas")
         if wanted is None or wanted == have:
