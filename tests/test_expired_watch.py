@@ -8,6 +8,7 @@ import threading
 
 import kubernetes
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from helpers.faults.expired_watch import EXPIRED, ExpiringListWatch
 from helpers.informer import SharedInformer, wait_for_cache_sync
@@ -47,6 +48,34 @@ def test_only_the_watch_after_an_expired_release_asks_from_the_expired_version(
     held.release()  # a plain release expires nothing
     held.watch("40", 5)
     assert asked == ["10", EXPIRED, "30", "40"]
+    assert held.expired == ["20"]
+
+
+def test_an_expired_watch_refused_with_a_429_expires_the_next_one_instead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 429 (a watch cache not ready) answers nothing about the version: the reflector
+    watches again from its own, and that watch must be the one that meets the 410."""
+    asked: list[str] = []
+
+    class Stream:
+        closed = False
+
+    def watch(self: object, resource_version: str, *args: object, **kwargs: object) -> Stream:
+        asked.append(resource_version)
+        if len(asked) == 1:
+            raise ApiException(status=429, reason="Too Many Requests")
+        return Stream()
+
+    monkeypatch.setattr("helpers.listwatch.ListWatch.watch", watch)
+    held = ExpiringListWatch(unreachable(), "/api/v1/configmaps", hold_limit=GUARD)
+    held.release(expired=True)
+    with pytest.raises(ApiException):
+        held.watch("20", 5)
+    assert held.expired == []
+    held.watch("20", 5)
+    held.watch("30", 5)
+    assert asked == [EXPIRED, EXPIRED, "30"]
     assert held.expired == ["20"]
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from helpers.held_watch import HeldListWatch
 from helpers.listwatch import ListWatch
+from helpers.reflector import is_retriable_watch_error
 
 EXPIRED = "1"
 """A resourceVersion older than any API server still serves (its first write): a watch from it
@@ -46,11 +47,22 @@ class _Swapping(ListWatch):
 
     def watch(self, resource_version: str, *args: Any, **kwargs: Any) -> Any:
         with self._expire_lock:
-            if self._expire_next:
+            swapped = self._expire_next
+            if swapped:
                 self._expire_next = False
                 self.expired.append(resource_version)
                 resource_version = EXPIRED
-        return super().watch(resource_version, *args, **kwargs)
+        try:
+            return super().watch(resource_version, *args, **kwargs)
+        except Exception as err:
+            if swapped and is_retriable_watch_error(err):
+                # Refused, or 429 (the API server's watch cache not ready yet): no answer
+                # about the version; the reflector watches again from its own, which would
+                # then be served. The expiry waits for the watch the server answers.
+                with self._expire_lock:
+                    self._expire_next = True
+                    self.expired.pop()
+            raise
 
 
 class ExpiringListWatch(HeldListWatch, _Swapping):
