@@ -152,6 +152,28 @@ def _change(api: kubernetes.client.ApiClient, change: Any, namespace: str) -> No
     _wait_until_served(api, set(foo_crd_additions(api)), namespace)
 
 
+def strict_dry_run(
+    api: kubernetes.client.ApiClient, namespace: str, body: dict[str, Any]
+) -> int | None:
+    """Would the API server create Foo ``body`` in ``namespace``? None if so; else its refusal,
+    400 (a field the schema does not know: strict field validation) or 422 (a rule failed).
+
+    A dry run (``dryRun=All``) is checked and admitted like a create, and stores nothing: how
+    to ask which schema the API server serves now, which it says nowhere a client could watch.
+    """
+    custom = kubernetes.client.CustomObjectsApi(api)
+    try:
+        custom.create_namespaced_custom_object(
+            FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, body,
+            dry_run="All", field_validation="Strict",
+        )  # fmt: skip
+    except ApiException as err:
+        if err.status not in (400, 422):
+            raise
+        return int(err.status)
+    return None
+
+
 def _wait_until_served(api: kubernetes.client.ApiClient, wanted: set[str], namespace: str) -> None:
     deadline = time.monotonic() + 30
     while _served(api, namespace) != wanted or not _listable(api, namespace):
@@ -177,7 +199,6 @@ def _listable(api: kubernetes.client.ApiClient, namespace: str) -> bool:
 def _served(api: kubernetes.client.ApiClient, namespace: str) -> set[str]:
     """What the API server serves now, by dry-run creates: a strict create fails on a field
     it does not know (400), and a 64-character name fails the rule (422)."""
-    custom = kubernetes.client.CustomObjectsApi(api)
     condition = {"type": "Ready", "status": "True", "reason": "Probe", "message": "",
                  "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
     probes: dict[str, dict[str, Any]] = {
@@ -190,16 +211,9 @@ def _served(api: kubernetes.client.ApiClient, namespace: str) -> set[str]:
     for what, probe in probes.items():
         body = {"apiVersion": f"{FOO_GROUP}/{FOO_VERSION}", "kind": FOO_KIND,
                 "metadata": {"generateName": "schema-probe-"}} | probe  # fmt: skip
-        try:
-            custom.create_namespaced_custom_object(
-                FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, body,
-                dry_run="All", field_validation="Strict",
-            )  # fmt: skip
-            served |= {what} if what != "rule" else set()
-        except ApiException as err:
-            if err.status not in (400, 422):
-                raise
-            served |= {what} if what == "rule" and err.status == 422 else set()
+        refused = strict_dry_run(api, namespace, body)
+        if (refused == 422) if what == "rule" else (refused is None):
+            served.add(what)
     return served
 
 
@@ -278,7 +292,6 @@ def _status_schema_knows(
     api: kubernetes.client.ApiClient, fields: set[str], namespace: str
 ) -> bool:
     """Does a strict, dry-run create accept exactly these status fields (and no others)?"""
-    custom = kubernetes.client.CustomObjectsApi(api)
     every = set(STATUS_FIELDS) | {"availableReplicas"}
     for name in every:
         probe = {
@@ -287,16 +300,7 @@ def _status_schema_knows(
             "metadata": {"generateName": "schema-probe-"},
             "status": {name: "2026-01-01T00:00:00Z" if name == "lastSyncTime" else 1},
         }
-        try:
-            custom.create_namespaced_custom_object(
-                "samplecontroller.k8s.io", "v1alpha1", namespace, "foos", probe,
-                dry_run="All", field_validation="Strict",
-            )  # fmt: skip
-            accepted = True
-        except ApiException as err:
-            if err.status != 400:
-                raise
-            accepted = False
+        accepted = strict_dry_run(api, namespace, probe) != 400  # the schema knows the field
         if accepted != (name in fields):
             return False
     return True

@@ -26,7 +26,7 @@ from .. import namespaces, workshop_mode
 from ..apierrors import status_of
 from ..conditions import condition, set_status_condition
 from ..controller import FOO_GROUP, FOO_KIND, FOO_PLURAL, FOO_VERSION, foo_body
-from ..foo_crd import FOO_CRD, _listable
+from ..foo_crd import FOO_CRD, _listable, strict_dry_run
 from . import CannotCheck, Verdict, correct, not_attempted, wrong
 
 # --- exercise 1: when lastTransitionTime moves ------------------------------------------------
@@ -355,21 +355,11 @@ def _rule_on_spec(
 
 def _wait_for_probe(api: kubernetes.client.ApiClient, namespace: str, *, served: bool) -> None:
     """Wait until a strict dry-run create with the probe field is accepted (or refused)."""
-    custom = kubernetes.client.CustomObjectsApi(api)
     body = {"apiVersion": f"{FOO_GROUP}/{FOO_VERSION}", "kind": FOO_KIND,
             "metadata": {"generateName": "rule-probe-"}, "spec": {PROBE: "x"}}  # fmt: skip
     deadline = time.monotonic() + 30
     while True:
-        try:
-            custom.create_namespaced_custom_object(
-                FOO_GROUP, FOO_VERSION, namespace, FOO_PLURAL, body,
-                dry_run="All", field_validation="Strict",
-            )  # fmt: skip
-            accepted = True
-        except ApiException as err:
-            if err.status != 400:
-                raise
-            accepted = False
+        accepted = strict_dry_run(api, namespace, body) != 400  # 422: served, a rule said no
         if accepted == served and _listable(api, namespace):
             return
         if time.monotonic() > deadline:
