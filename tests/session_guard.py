@@ -71,3 +71,40 @@ def require_sample_controllers_crd(item: pytest.Item, checked: dict[str, list[st
             "next step: `make up` puts sample-controller's CRD back on the running cluster.",
             pytrace=False,
         )
+
+
+def note_the_foo_crd(item: pytest.Item, found: dict[str, list[str]]) -> None:
+    """At a test module's first test that uses the cluster: the Foo CRD as the module found it."""
+    module = str(item.path)
+    if item.path.suffix == ".ipynb" or module in found or not uses_cluster(item):
+        return
+    from helpers import kube
+    from helpers.cluster.bootstrap import foo_crd_drift
+
+    found[module] = foo_crd_drift(kube.connect())
+
+
+def require_the_foo_crd_as_found(
+    item: pytest.Item, nextitem: pytest.Item | None, found: dict[str, list[str]]
+) -> None:
+    """After a test module's last test: the Foo CRD must be as the module found it.
+
+    The CRD is cluster-wide and every later notebook's stored outputs assume
+    sample-controller's; a module that extends it (``workshop up`` installs chapter 10's rule)
+    and leaves it so is named here, not found out later from a notebook's first cell.
+    """
+    module = str(item.path)
+    if module not in found or (nextitem is not None and str(nextitem.path) == module):
+        return
+    from helpers import kube
+    from helpers.cluster.bootstrap import foo_crd_drift
+
+    now, before = foo_crd_drift(kube.connect()), found.pop(module)
+    if now != before:
+        base = "sample-controller's"
+        pytest.fail(
+            f"{item.path.name} left the Foo CRD changed: it found {', '.join(before) or base} "
+            f"and leaves {', '.join(now) or base}. A test that changes the CRD must put back "
+            "what it found (helpers.foo_crd.restore_foo_crd, restore_foo_status).",
+            pytrace=False,
+        )

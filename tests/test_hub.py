@@ -46,6 +46,7 @@ import pytest
 from helpers import kube
 from helpers.cluster import hub as hub_module
 from helpers.cluster import workshop
+from helpers.cluster.bootstrap import foo_crd_drift
 from helpers.cluster.hub import Hub, accounts
 from helpers.cluster.hub.runtime import check_owned_by_root, hub_dir
 from helpers.cluster.local import LocalCluster, listening_ports
@@ -596,6 +597,11 @@ def test_hub_down_removes_the_accounts_their_servers_and_their_objects(room: Roo
     assert not left, [ns.metadata.name for ns in left]
     accounts_left = core.list_namespaced_service_account(workshop.FACILITATOR_NAMESPACE).items
     assert not [a for a in accounts_left if a.metadata.name.startswith("attendee-h")]
+    # With the last attendee gone, so are the shared objects: the Foo CRD is sample-controller's
+    # again (the chapters' stored outputs were recorded on it), the ClusterRole is gone.
+    assert foo_crd_drift(api) == []
+    rbac = kubernetes.client.RbacAuthorizationV1Api(api)
+    assert workshop.CLUSTER_ROLE not in [r.metadata.name for r in rbac.list_cluster_role().items]
 
 
 def children_of(pid: int) -> list[Any]:

@@ -17,7 +17,7 @@ import yaml
 
 from helpers import kube
 from helpers.cluster import preflight, workshop
-from helpers.foo_crd import STATUS_FIELDS, restore_foo_status
+from helpers.foo_crd import STATUS_FIELDS, foo_crd_additions, restore_foo_crd, restore_foo_status
 
 
 def test_the_table_gives_a_next_step_for_each_problem_only() -> None:
@@ -56,6 +56,7 @@ def test_an_attendee_missing_one_binding_and_a_wrong_server_are_problems(
     )
     status = crd.spec.versions[0].schema.open_apiv3_schema.properties["status"]
     was_extended = set(STATUS_FIELDS) <= set(status.properties or {})
+    had_10 = foo_crd_additions(api)
     name = f"tp-{uuid.uuid4().hex[:4]}"
     (config,) = workshop.up(
         api, workshop.attendees_for([name]), tmp_path / "handouts", token_hours=1,
@@ -87,6 +88,8 @@ def test_an_attendee_missing_one_binding_and_a_wrong_server_are_problems(
         workshop.down(api, [name])
         if not was_extended:
             restore_foo_status(api)
+        if not had_10:
+            restore_foo_crd(api)  # `up` installs chapter 10's fields and rule too
 
     wrong = yaml.safe_load(config.read_text())
     wrong["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"

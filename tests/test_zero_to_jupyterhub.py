@@ -41,7 +41,7 @@ from kubernetes.client.exceptions import ApiException
 from helpers import kube, workshop_mode
 from helpers.cluster import kubespawner_hook as hook
 from helpers.cluster import workshop
-from helpers.foo_crd import STATUS_FIELDS, restore_foo_status
+from helpers.foo_crd import STATUS_FIELDS, foo_crd_additions, restore_foo_crd, restore_foo_status
 from helpers.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -331,7 +331,7 @@ def hub_on_cluster() -> Iterator[HubOnCluster]:
     core.create_namespace(
         {"metadata": {"name": namespace, "labels": {"course-test": "true", **restricted}}}
     )
-    was_extended = foo_status_extended(admin)
+    was_extended, had_10 = foo_status_extended(admin), foo_crd_additions(admin)
     made = HubOnCluster(namespace, admin, admin)
     try:
         # What the facilitator runs once: `python -m helpers.cluster.kubespawner_hook prepare`.
@@ -352,6 +352,8 @@ def hub_on_cluster() -> Iterator[HubOnCluster]:
         core.delete_namespace(namespace)
         if not was_extended:
             restore_foo_status(admin)  # as the cluster was: the chapters' outputs show the schema
+        if not had_10:
+            restore_foo_crd(admin)  # `prepare` installs chapter 10's fields and rule too
 
 
 KINDS_THE_HUB_WRITES = [

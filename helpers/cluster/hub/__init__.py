@@ -507,10 +507,14 @@ def summary(removed: list[str]) -> list[str]:
 
 
 def _attendees_left(api: Any) -> bool:
+    """Does any attendee's namespace remain, not counting those being deleted? The ones
+    ``workshop.down`` has just deleted are still listed, Terminating, for a while: counted,
+    they kept the shared objects (the ClusterRole, the Pod policy, chapter 10's CRD rule)."""
     import kubernetes
 
     core = kubernetes.client.CoreV1Api(api)
-    return bool(core.list_namespace(label_selector=workshop.ATTENDEE_LABEL, limit=1).items)
+    namespaces = core.list_namespace(label_selector=workshop.ATTENDEE_LABEL).items
+    return any(item.metadata.deletion_timestamp is None for item in namespaces)
 
 
 def status(hub: Hub, out: Any = sys.stdout) -> int:
