@@ -256,14 +256,16 @@ def foo_status(
 
 # notebooks/10_controllers_today.ipynb, cell 29c828fa
 def desired_deployment(foo: Mapping[str, Any], settings: Mapping[str, str]) -> dict[str, Any]:
-    """Chapter 05's ``new_deployment``, with the ConfigMap's cpu and memory as requests."""
+    """Chapter 05's ``new_deployment``, with the ConfigMap's cpu and memory as the container's
+    requests and limits (equal: a namespace's LimitRange would otherwise add a default limit,
+    which a larger request exceeds, and the Pod would be refused)."""
     if not (foo.get("spec") or {}).get("deploymentName"):
         raise Problem("DeploymentNameMissing", "spec.deploymentName is not set")
     deployment = new_deployment(foo)
     requests = {name: settings[name] for name in ("cpu", "memory") if name in settings}
     if requests:
         container = deployment["spec"]["template"]["spec"]["containers"][0]
-        container["resources"] = {"requests": requests}
+        container["resources"] = {"requests": requests, "limits": dict(requests)}
     return deployment
 
 

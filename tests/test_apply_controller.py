@@ -166,11 +166,14 @@ def test_foo_status_keeps_times_leaves_other_types_and_the_cache_alone() -> None
 # --- what the sync applies, and its problems -----------------------------------------------------
 
 
-def test_the_desired_deployment_takes_requests_from_the_settings() -> None:
+def test_the_desired_deployment_takes_requests_and_limits_from_the_settings() -> None:
+    """Limits equal to the requests: a workshop namespace's LimitRange would otherwise give the
+    container its default limit (100m), below a larger request, and refuse the Pod."""
     foo = cached_foo()
     wanted = desired_deployment(foo, {"cpu": "100m", "memory": "64Mi", "other": "x"})
     container = wanted["spec"]["template"]["spec"]["containers"][0]
-    assert container["resources"] == {"requests": {"cpu": "100m", "memory": "64Mi"}}
+    sizes = {"cpu": "100m", "memory": "64Mi"}
+    assert container["resources"] == {"requests": sizes, "limits": sizes}
     assert (
         "resources" not in desired_deployment(foo, {})["spec"]["template"]["spec"]["containers"][0]
     )
@@ -186,7 +189,7 @@ def test_a_sync_applies_the_deployment_then_the_status() -> None:
     clients = Clients()
     controller_with(clients, [foo], config_maps=[sizes]).sync_handler(f"{NS}/web")
     assert clients.applied[0]["spec"]["template"]["spec"]["containers"][0]["resources"] == {
-        "requests": {"cpu": "1"}}  # fmt: skip
+        "requests": {"cpu": "1"}, "limits": {"cpu": "1"}}  # fmt: skip
     assert find_status_condition(clients.statuses[0]["conditions"], "Ready")["reason"] == (
         "ReplicasUnavailable")  # fmt: skip
 
@@ -310,7 +313,7 @@ def test_a_config_map_that_comes_later_brings_its_foo_to_ready(
             kubernetes.client.AppsV1Api(api).read_namespaced_deployment("late", namespace)
         )
         assert deployment["spec"]["template"]["spec"]["containers"][0]["resources"] == {
-            "requests": {"cpu": "10m"}}  # fmt: skip
+            "requests": {"cpu": "10m"}, "limits": {"cpu": "10m"}}  # fmt: skip
         # With the controller stopped, a new spec: the Ready that answered generation 1 is no
         # answer to generation 2, and the wait says so.
         stop.set()
