@@ -56,13 +56,12 @@ def require_sample_controllers_crd(item: pytest.Item, checked: dict[str, list[st
         if checked[notebook]:
             pytest.skip("the Foo CRD is not sample-controller's: see this notebook's first cell")
         return
-    from helpers import kube, workshop_mode
-    from helpers.cluster.bootstrap import foo_crd_drift
+    from helpers import workshop_mode
 
     if workshop_mode.attendee() is not None:
         checked[notebook] = []  # a workshop's CRD has the facilitator's additions
         return
-    checked[notebook] = drift = foo_crd_drift(kube.connect())
+    checked[notebook] = drift = _foo_crd_drift()
     if drift:
         pytest.fail(
             f"the Foo CRD on this cluster is not sample-controller's ({', '.join(drift)}): a run "
@@ -78,10 +77,7 @@ def note_the_foo_crd(item: pytest.Item, found: dict[str, list[str]]) -> None:
     module = str(item.path)
     if item.path.suffix == ".ipynb" or module in found or not uses_cluster(item):
         return
-    from helpers import kube
-    from helpers.cluster.bootstrap import foo_crd_drift
-
-    found[module] = foo_crd_drift(kube.connect())
+    found[module] = _foo_crd_drift()
 
 
 def require_the_foo_crd_as_found(
@@ -96,10 +92,7 @@ def require_the_foo_crd_as_found(
     module = str(item.path)
     if module not in found or (nextitem is not None and str(nextitem.path) == module):
         return
-    from helpers import kube
-    from helpers.cluster.bootstrap import foo_crd_drift
-
-    now, before = foo_crd_drift(kube.connect()), found.pop(module)
+    now, before = _foo_crd_drift(), found.pop(module)
     if now != before:
         base = "sample-controller's"
         pytest.fail(
@@ -108,3 +101,12 @@ def require_the_foo_crd_as_found(
             "what it found (helpers.foo_crd.restore_foo_crd, restore_foo_status).",
             pytrace=False,
         )
+
+
+def _foo_crd_drift() -> list[str]:
+    """The Foo CRD's difference from sample-controller's, on the cluster KUBECONFIG names
+    (imported here, not at the top: a session without cluster tests never connects)."""
+    from helpers import kube
+    from helpers.cluster.bootstrap import foo_crd_drift
+
+    return foo_crd_drift(kube.connect())
